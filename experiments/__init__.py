@@ -1,0 +1,1 @@
+"""Experiment harness: config validation, grid expansion, seeding, parallel trials, results, resume."""

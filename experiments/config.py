@@ -1,0 +1,199 @@
+"""From a composed Hydra config to a validated ``Experiment`` (clear errors for every bad value)."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from data.registry import get_dataset
+from mechanisms.privacy import ApproxDP, PureDP, ZCDP
+from mechanisms.registry import check_options, get_mechanism
+
+from .metrics import check_metrics
+from .seeding import canonical
+
+BUDGET_PARAMS = ("rho", "eps", "delta")
+SCALES = ("paper", "small", "smoke")
+# Keys a user may set on the command line without Hydra's "+": run.py adds "++" for them.
+OPEN_KEYS = ("params.", "sweep.", "mechanism_options.")
+
+
+class ConfigError(ValueError):
+    """An experiment configuration that cannot run, with what to change."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    x: str
+    panel: str | None = None
+    title: str = ""
+    xlabel: str | None = None
+    ylabel: str | None = None
+    logx: bool = True
+    logy: bool = True
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    dataset: str
+    params: dict  # fixed parameters
+    sweep: dict  # parameter -> list of values (grid = product, in this order)
+    mechanisms: list
+    mechanism_options: dict
+    metrics: list
+    trials: int
+    n_jobs: int
+    seed: int
+    output_dir: str
+    figure: Figure
+    clamp_eigenvalues: bool = True
+    scale: str = "paper"
+    paper_figure: str = ""
+    resolved: dict = field(default_factory=dict, compare=False)  # the config as run (for config.yaml)
+
+    def grid(self) -> list[dict]:
+        """Every grid point as {parameter: value}, fixed parameters included."""
+        names = list(self.sweep)
+        return [{**self.params, **dict(zip(names, values))}
+                for values in itertools.product(*(self.sweep[k] for k in names))]
+
+    def param_names(self) -> list[str]:
+        return list(self.params) + [k for k in self.sweep if k not in self.params]
+
+    def fingerprint(self) -> dict:
+        """What must match for results in one output directory to be comparable (resume)."""
+        return {"seed": self.seed, "dataset": self.dataset, "params": sorted(self.param_names()),
+                "metrics": list(self.metrics), "mechanism_options": self.mechanism_options,
+                "clamp_eigenvalues": self.clamp_eigenvalues}
+
+
+def budget_from_params(point: dict):
+    """rho -> rho-zCDP; eps -> eps-DP; eps and delta -> (eps, delta)-DP."""
+    given = {k for k in BUDGET_PARAMS if k in point}
+    try:
+        if given == {"rho"}:
+            return ZCDP(point["rho"])
+        if given == {"eps"}:
+            return PureDP(point["eps"])
+        if given == {"eps", "delta"}:
+            return ApproxDP(point["eps"], point["delta"])
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"invalid privacy budget in {point}: {err}") from None
+    raise ConfigError(
+        f"a grid point needs exactly one privacy budget: rho (zCDP), eps (pure DP) or eps and "
+        f"delta ((eps, delta)-DP); got {sorted(given) or 'none'}"
+    )
+
+
+def open_key_overrides(argv: list[str]) -> list[str]:
+    """Let ``params.d=100`` / ``sweep.n=[...]`` add keys that the experiment does not list yet."""
+    return [f"++{a}" if a.startswith(OPEN_KEYS) else a for a in argv]
+
+
+def _plain(node):
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
+
+
+def _overridden(overrides: list[str]) -> set[str]:
+    return {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+
+
+def _apply_scale(cfg: dict, overrides: set[str]) -> dict:
+    """Overlay ``scales[scale]`` onto the experiment, except keys the user set on the command line."""
+    scale = cfg["scale"]
+    if scale not in SCALES:
+        raise ConfigError(f"scale must be one of {SCALES}, got {scale!r}")
+    overlay = (cfg.get("scales") or {}).get(scale) if scale != "paper" else None
+    if scale != "paper" and overlay is None:
+        raise ConfigError(f"experiment {cfg['experiment_name']!r} defines no {scale!r} scale")
+    for key, value in (overlay or {}).items():
+        if isinstance(value, dict) and key in ("params", "sweep"):
+            for sub, v in value.items():
+                if f"{key}.{sub}" not in overrides and key not in overrides:
+                    cfg[key][sub] = v
+        elif key not in overrides:
+            cfg[key] = value
+    return cfg
+
+
+def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
+    """Validate a composed config; ``overrides`` are the command-line overrides (they win)."""
+    raw = _plain(cfg)
+    overridden = _overridden(list(overrides))
+    raw = _apply_scale(raw, overridden)
+    name = raw.get("experiment_name")
+    if not name:
+        raise ConfigError("no experiment selected: run e.g.  python run.py experiment=synthetic_trace")
+
+    params = dict(raw.get("params") or {})
+    sweep = {k: v for k, v in (raw.get("sweep") or {}).items() if v is not None}
+    for key in list(sweep):
+        if key in params and f"params.{key}" in overridden and f"sweep.{key}" not in overridden:
+            print(f"note: params.{key}={params[key]} fixes {key}; its sweep is dropped")
+            del sweep[key]
+    for key, values in sweep.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"sweep.{key} must be a non-empty list, got {values!r}")
+        if len(set(map(canonical, values))) != len(values):
+            raise ConfigError(f"sweep.{key} has repeated values: {values}")
+
+    try:
+        dataset = get_dataset(raw["dataset"])
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    names = set(params) | set(sweep)
+    known = set(dataset.param_names()) | set(BUDGET_PARAMS)
+    unknown = sorted(names - known)
+    if unknown:
+        raise ConfigError(f"unknown parameter(s) {unknown} for dataset {dataset.name!r}; "
+                          f"known: {sorted(known)}")
+    missing = sorted(set(dataset.param_names()) - names)
+    if missing:
+        raise ConfigError(f"dataset {dataset.name!r} needs parameter(s) {missing} (set params.<name>=...)")
+
+    mechanisms = raw.get("mechanisms")
+    if not isinstance(mechanisms, list) or not mechanisms:
+        raise ConfigError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
+    if len(set(mechanisms)) != len(mechanisms):
+        raise ConfigError(f"mechanisms has repeated names: {mechanisms}")
+    options = raw.get("mechanism_options") or {}
+    try:
+        for mech in mechanisms:
+            get_mechanism(mech)
+        for mech, opts in options.items():
+            check_options(mech, opts or {})
+        check_metrics(raw.get("metrics") or [])
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    if not raw.get("metrics"):
+        raise ConfigError("metrics must name at least one metric")
+
+    for key, low in (("trials", 1), ("seed", 0)):
+        if isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < low:
+            raise ConfigError(f"{key} must be an integer >= {low}, got {raw[key]!r}")
+    if isinstance(raw["n_jobs"], bool) or not isinstance(raw["n_jobs"], int) or raw["n_jobs"] == 0:
+        raise ConfigError(f"n_jobs must be a non-zero integer (-1: all cores), got {raw['n_jobs']!r}")
+    if not isinstance(raw["clamp_eigenvalues"], bool):
+        raise ConfigError(f"clamp_eigenvalues must be true or false, got {raw['clamp_eigenvalues']!r}")
+
+    fig = dict(raw.get("figure") or {})
+    try:
+        figure = Figure(**fig)
+    except TypeError as err:
+        raise ConfigError(f"figure: {err}") from None
+    for axis in (figure.x, figure.panel):
+        if axis is not None and axis not in names:
+            raise ConfigError(f"figure axis {axis!r} is not a parameter of this experiment")
+
+    experiment = Experiment(
+        name=name, dataset=dataset.name, params=params, sweep=sweep, mechanisms=list(mechanisms),
+        mechanism_options={k: dict(v or {}) for k, v in options.items()},
+        metrics=list(raw["metrics"]), trials=raw["trials"], n_jobs=raw["n_jobs"], seed=raw["seed"],
+        output_dir=str(raw["output_dir"]), figure=figure, clamp_eigenvalues=raw["clamp_eigenvalues"],
+        scale=raw["scale"], paper_figure=raw.get("paper_figure", ""), resolved=raw,
+    )
+    for point in experiment.grid():
+        budget_from_params(point)
+    return experiment

@@ -1,0 +1,168 @@
+"""Runs an experiment: grid points x trials x mechanisms, in parallel, resumable.
+
+Data flow (GUIDE.md §6): loader -> X -> CovProblem (shared statistics, computed once per dataset
+instance in the parent) -> for each trial, every mechanism on the same problem (paired comparison)
+-> metrics -> one tidy row each -> results.csv -> summary.csv -> figure. Nothing here names a
+mechanism or a dataset.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed, effective_n_jobs
+from threadpoolctl import threadpool_limits
+
+from data.registry import get_dataset
+from mechanisms.problem import CovProblem
+from mechanisms.registry import get_mechanism, release
+
+from .config import Experiment, budget_from_params
+from .metrics import METRICS
+from .seeding import canonical, generator, params_key
+from .store import ResultsStore
+
+STATS = ("mean", "std", "sem", "median", "count")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    results: Path
+    summary: Path
+    figure_png: Path | None
+    figure_pdf: Path | None
+    config: Path
+    new_rows: int
+
+
+def data_params(dataset_name: str, point: dict) -> dict:
+    return {k: point[k] for k in get_dataset(dataset_name).param_names()}
+
+
+def build_problem(experiment: Experiment, point: dict) -> CovProblem:
+    """The dataset instance of a grid point: seeded by its data parameters only, so every trial,
+    mechanism and privacy budget at these data parameters sees the same rows."""
+    dataset = get_dataset(experiment.dataset)
+    params = data_params(experiment.dataset, point)
+    rng = generator(experiment.seed, "data", dataset.name, *params_key(params))
+    return CovProblem.from_rows(dataset.loader(**params, rng=rng), radius=dataset.radius)
+
+
+def run_trials(experiment: Experiment, problem: CovProblem, point: dict, trials: list[int],
+               pending: dict[int, list[str]]) -> list[dict]:
+    """One task: some trials of one grid point, each running its pending mechanisms."""
+    budget = budget_from_params(point)
+    rows = []
+    with threadpool_limits(limits=1):  # one level of parallelism; also makes BLAS deterministic
+        for trial in trials:
+            for name in pending[trial]:
+                rng = generator(experiment.seed, "trial", experiment.dataset, *params_key(point),
+                                trial, name)
+                start = time.perf_counter()
+                estimate, accountant = release(
+                    name, problem, budget, rng, options=experiment.mechanism_options.get(name, {}),
+                    clamp=experiment.clamp_eigenvalues)
+                seconds = time.perf_counter() - start
+                row = {"experiment": experiment.name, "dataset": experiment.dataset,
+                       "mechanism": name, "label": get_mechanism(name).label, "trial": trial,
+                       "seed": experiment.seed, **point, "budget": str(budget),
+                       "spent": str(accountant.spent), "data_trace": problem.trace}
+                for metric in experiment.metrics:
+                    row[f"err_{metric}"] = METRICS[metric](estimate, problem)
+                row["seconds"] = seconds
+                rows.append(row)
+    return rows
+
+
+class Progress:
+    def __init__(self, name: str, total: int, every: float = 5.0):
+        self.name, self.total, self.every = name, total, every
+        self.done, self.start, self.last = 0, time.perf_counter(), 0.0
+
+    def update(self, count: int, force: bool = False) -> None:
+        self.done += count
+        now = time.perf_counter()
+        if force or now - self.last >= self.every or self.done == self.total:
+            self.last = now
+            elapsed = now - self.start
+            eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
+            print(f"[{self.name}] {self.done}/{self.total} mechanism runs "
+                  f"({100 * self.done / max(self.total, 1):.0f}%), {elapsed:.0f}s elapsed, "
+                  f"~{eta:.0f}s left", flush=True)
+
+
+def plan(experiment: Experiment, done: set[tuple]):
+    """[(point, {trial: [pending mechanisms]})] for every grid point with work left."""
+    names = experiment.param_names()
+    work = []
+    for point in experiment.grid():
+        key = tuple(canonical(point[p]) for p in names)
+        pending = {t: [m for m in experiment.mechanisms if (m, t, *key) not in done]
+                   for t in range(experiment.trials)}
+        pending = {t: ms for t, ms in pending.items() if ms}
+        if pending:
+            work.append((point, pending))
+    return work
+
+
+def _tasks(experiment: Experiment, work, chunk: int):
+    """Lazily build each dataset instance once, then yield its trial chunks (grid order)."""
+    cache_key, problem = None, None
+    for point, pending in work:
+        key = params_key(data_params(experiment.dataset, point))
+        if key != cache_key:
+            cache_key, problem = key, build_problem(experiment, point)
+        trials = sorted(pending)
+        for i in range(0, len(trials), chunk):
+            part = trials[i:i + chunk]
+            yield delayed(run_trials)(experiment, problem, point, part, {t: pending[t] for t in part})
+
+
+def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
+    """mean, std, sem, median and count of every metric (and seconds) per mechanism x grid point,
+    over the rows of this experiment's grid and trials."""
+    names = experiment.param_names()
+    keys = {tuple(canonical(p[k]) for k in names) for p in experiment.grid()}
+    in_grid = frame[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
+    frame = frame[in_grid & frame["mechanism"].isin(experiment.mechanisms)
+                  & (frame["trial"] < experiment.trials)]
+    values = [f"err_{m}" for m in experiment.metrics] + ["seconds"]
+    grouped = frame.groupby(["experiment", "dataset", "mechanism", "label", *names], sort=False)[values]
+    summary = grouped.agg(list(STATS))
+    summary.columns = [f"{v}_{s}" for v, s in summary.columns]
+    return summary.reset_index()
+
+
+def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
+    from figures.plot import plot_summary  # plotting reads only the summary
+
+    store = ResultsStore(experiment.output_dir, experiment.fingerprint())
+    config_path = store.write_config(experiment.resolved)
+    work = plan(experiment, store.done(experiment.param_names()))
+    runs = sum(len(ms) for _, pending in work for ms in pending.values())
+    total = len(experiment.grid()) * experiment.trials * len(experiment.mechanisms)
+    print(f"[{experiment.name}] {len(experiment.grid())} grid points x {experiment.trials} trials x "
+          f"{len(experiment.mechanisms)} mechanisms; {total - runs} runs already done, {runs} to go "
+          f"-> {store.dir}", flush=True)
+    new_rows = 0
+    if work:
+        n_jobs = experiment.n_jobs
+        chunk = max(1, min(10, math.ceil(experiment.trials / effective_n_jobs(n_jobs))))
+        progress = Progress(experiment.name, runs)
+        parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
+        for rows in parallel(_tasks(experiment, work, chunk)):
+            store.append(rows)  # written as soon as a task finishes: an interruption loses little
+            new_rows += len(rows)
+            progress.update(len(rows))
+    summary = summarise(experiment, store.load())
+    summary_path = store.dir / "summary.csv"
+    summary.to_csv(summary_path, index=False)
+    png = pdf = None
+    if make_figure and not summary.empty:
+        png, pdf = plot_summary(summary, experiment.figure, experiment.metrics[0], store.dir / "figure",
+                                title=experiment.figure.title or experiment.paper_figure)
+    return Outputs(store.results, summary_path, png, pdf, config_path, new_rows)

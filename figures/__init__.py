@@ -1,0 +1,1 @@
+"""Figures in the papers' layout, drawn from summary.csv only."""

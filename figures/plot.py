@@ -1,0 +1,52 @@
+"""summary.csv -> figure: one panel per value of the panel parameter, one line per mechanism,
+log-log axes, the mean with a 95% band (mean +- 1.96 sem), as in Dong et al.'s figures."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+STYLE = {  # consistent colours across figures; unknown labels get matplotlib's cycle
+    "EMCov": "tab:purple", "GaussCov": "tab:blue", "SeparateCov": "tab:orange",
+    "AdaptiveCov": "tab:green", "Zero": "tab:gray",
+}
+PRETTY = {"rho": "ρ", "eps": "ε", "delta": "δ"}
+
+
+def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: str = ""):
+    """Draw ``metric`` (e.g. "fro") against ``figure.x``; returns the PNG and PDF paths."""
+    mean, sem = summary[f"err_{metric}_mean"], summary[f"err_{metric}_sem"]
+    frame = summary.assign(_mean=mean, _low=(mean - 1.96 * sem), _high=(mean + 1.96 * sem))
+    panels = sorted(frame[figure.panel].unique()) if figure.panel else [None]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        part = frame if panel is None else frame[frame[figure.panel] == panel]
+        for label, line in part.groupby("label", sort=False):
+            line = line.sort_values(figure.x)
+            colour = STYLE.get(label)
+            ax.plot(line[figure.x], line["_mean"], marker="o", ms=3, label=label, color=colour)
+            low = line["_low"].where(line["_low"] > 0, line["_mean"] / 10) if figure.logy else line["_low"]
+            ax.fill_between(line[figure.x], low, line["_high"], alpha=0.2, color=colour)
+        if figure.logx:
+            ax.set_xscale("log")
+        if figure.logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(figure.xlabel or PRETTY.get(figure.x, figure.x))
+        ax.set_ylabel(figure.ylabel or f"error ({metric})")
+        if panel is not None:
+            ax.set_title(f"{PRETTY.get(figure.panel, figure.panel)} = {panel:g}"
+                         if isinstance(panel, (int, float)) else str(panel))
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
+    fig.savefig(png, dpi=130)
+    fig.savefig(pdf)
+    plt.close(fig)
+    return png, pdf

@@ -1,0 +1,92 @@
+"""GaussCov, SeparateCov and their clipped versions under rho-zCDP (Dong, Liang & Yi 2022, §3–5)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .privacy import ZCDP, Accountant
+from .problem import CovProblem
+from .spectral import Spectral
+
+
+def gaussian_sigma(l2_sensitivity: float, budget: ZCDP) -> float:
+    """Noise scale of the Gaussian mechanism: N(0, Delta^2 / (2 rho)) is rho-zCDP (Dong Lemma 3)."""
+    return l2_sensitivity / math.sqrt(2 * budget.rho)
+
+
+def symmetric_gaussian(d: int, rng: np.random.Generator) -> np.ndarray:
+    """W ~ SGW(d): iid N(0, 1) on and above the diagonal, mirrored below (Dong §3.1)."""
+    upper = np.triu(rng.standard_normal((d, d)))
+    return upper + np.triu(upper, 1).T
+
+
+def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
+                accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """Sigma + SGW noise for rows of norm <= row_bound.
+
+    The upper triangle of Sigma = X^T X / n has l2-sensitivity sqrt(2) row_bound^2 / n, so the
+    noise scale is row_bound^2 / (sqrt(rho) n) (Dong §3.1: 1 / (sqrt(rho) n) for the unit ball).
+    """
+    accountant.spend(budget, "GaussCov: noisy covariance")
+    scale = gaussian_sigma(math.sqrt(2) * row_bound**2 / n, budget)
+    return sigma + scale * symmetric_gaussian(sigma.shape[0], rng)
+
+
+def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
+                   budget: ZCDP, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+    """SeparateCov (Dong Algorithm 1) on the covariance of rows of norm <= row_bound."""
+    half = budget.scaled(0.5)
+    if eigenvalues is None:
+        eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
+    # Step 2: eigenvalues by the Gaussian mechanism; their l2-sensitivity is sqrt(2) r^2 / n (Lemma 10).
+    accountant.spend(half, "SeparateCov: eigenvalues")
+    scale = gaussian_sigma(math.sqrt(2) * row_bound**2 / n, half)
+    noisy_values = eigenvalues + scale * rng.standard_normal(len(eigenvalues))
+    # Steps 3-4: eigenvectors of GaussCov(X, rho/2), from eigh (not SVD, which flips signs).
+    _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng))
+    # Step 5: pair both in descending order; noisy_values keeps the order of the true eigenvalues.
+    return Spectral(noisy_values, vectors[:, ::-1])
+
+
+def gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """GaussCov: Sigma + SGW noise of scale r^2 / (sqrt(rho) n)."""
+    return gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng)
+
+
+def separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+    """SeparateCov (Dong Algorithm 1): half the budget on eigenvalues, half on eigenvectors."""
+    return separate_noisy(problem.sigma, problem.eigenvalues, problem.radius, problem.n,
+                          accountant.total, accountant, rng)
+
+
+def clip_exponent(problem: CovProblem, tau: float) -> int:
+    """m with tau = r 2^-m; the precomputed band statistics support exactly these thresholds."""
+    m = math.log2(problem.radius / tau) if tau > 0 else float("nan")
+    if not (m >= 0 and float(m).is_integer()):
+        raise ValueError(
+            f"clipping threshold tau={tau!r} must be radius * 2^-m for an integer m >= 0 "
+            f"(radius={problem.radius:g})"
+        )
+    return int(m)
+
+
+def clip_gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                   tau: float) -> np.ndarray:
+    """ClipGaussCov (Dong §5.1): GaussCov on Clip(X, tau) / tau, scaled back by tau^2."""
+    m = clip_exponent(problem, tau)
+    return gauss_noisy(problem.clipped_sigma(m), tau, problem.n, accountant.total, accountant, rng)
+
+
+def clip_separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                      tau: float) -> Spectral:
+    """ClipSeparateCov (Dong §5.1): SeparateCov on Clip(X, tau) / tau, scaled back by tau^2."""
+    m = clip_exponent(problem, tau)
+    eigenvalues = problem.eigenvalues if m == 0 else None
+    return separate_noisy(problem.clipped_sigma(m), eigenvalues, tau, problem.n, accountant.total,
+                          accountant, rng)
+
+
+def zero_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """The zero matrix: data-independent, spends nothing; its error is ||Sigma||_F <= tr."""
+    return np.zeros((problem.d, problem.d))

@@ -1,0 +1,181 @@
+"""Privacy budgets as values, their conversions, and the accountant every mechanism spends through.
+
+Notions (GUIDE.md §1, Dong et al. §3.1):
+- ``ZCDP(rho)``: rho-zCDP (Bun & Steinke 2016); composes by adding rho.
+- ``PureDP(eps)``: eps-DP; composes by adding eps; implies eps^2/2-zCDP.
+- ``ApproxDP(eps, delta)``: (eps, delta)-DP; composes (basically) by adding both.
+rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP for every delta in (0, 1).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+_TOLERANCE = 1e-9  # relative slack for floating-point sums of sub-budgets
+
+
+class BudgetExceeded(RuntimeError):
+    """A mechanism tried to spend more privacy budget than it was given."""
+
+
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """rho-zero-concentrated DP."""
+
+    rho: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "rho", _positive("rho", self.rho))
+
+    def scaled(self, fraction: float) -> "ZCDP":
+        return ZCDP(self.rho * fraction)
+
+    def to_approx_dp(self, delta: float) -> "ApproxDP":
+        """rho-zCDP => (rho + 2 sqrt(rho ln(1/delta)), delta)-DP (Bun & Steinke 2016, Prop. 1.3)."""
+        delta = ApproxDP(1.0, delta).delta
+        return ApproxDP(self.rho + 2 * math.sqrt(self.rho * math.log(1 / delta)), delta)
+
+    def __str__(self):
+        return f"{self.rho:g}-zCDP"
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """Pure eps-DP."""
+
+    eps: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "eps", _positive("eps", self.eps))
+
+    def scaled(self, fraction: float) -> "PureDP":
+        return PureDP(self.eps * fraction)
+
+    def to_zcdp(self) -> ZCDP:
+        """eps-DP => eps^2/2-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+        return ZCDP(self.eps**2 / 2)
+
+    def __str__(self):
+        return f"{self.eps:g}-DP"
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """Approximate (eps, delta)-DP with 0 < delta < 1."""
+
+    eps: float
+    delta: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "eps", _positive("eps", self.eps))
+        delta = _positive("delta", self.delta)
+        if delta >= 1:
+            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        object.__setattr__(self, "delta", delta)
+
+    def scaled(self, fraction: float) -> "ApproxDP":
+        return ApproxDP(self.eps * fraction, self.delta * fraction)
+
+    def to_zcdp(self) -> ZCDP:
+        """The largest rho such that rho-zCDP implies this (eps, delta)-DP guarantee.
+
+        Solves rho + 2 sqrt(rho L) = eps with L = ln(1/delta): sqrt(rho) = sqrt(L + eps) - sqrt(L).
+        """
+        log_term = math.log(1 / self.delta)
+        return ZCDP((math.sqrt(log_term + self.eps) - math.sqrt(log_term)) ** 2)
+
+    def __str__(self):
+        return f"({self.eps:g}, {self.delta:g})-DP"
+
+
+Budget = Union[ZCDP, PureDP, ApproxDP]
+NOTIONS = {"zcdp": ZCDP, "pure": PureDP, "approx": ApproxDP}
+
+
+def budget_guaranteeing(target: Budget, notion: type) -> Budget:
+    """The largest budget of ``notion`` whose guarantee implies ``target``.
+
+    A mechanism of another notion can then be run at the returned budget and still satisfy
+    ``target`` (e.g. a zCDP mechanism under an (eps, delta) target, or a pure-DP one under zCDP).
+    """
+    if isinstance(target, notion):
+        return target
+    if notion is PureDP and isinstance(target, ZCDP):
+        return PureDP(math.sqrt(2 * target.rho))
+    if notion is PureDP and isinstance(target, ApproxDP):
+        return PureDP(target.eps)
+    if notion is ZCDP and isinstance(target, ApproxDP):
+        return target.to_zcdp()
+    raise ValueError(
+        f"no {notion.__name__} budget implies {target}: "
+        f"{notion.__name__} mechanisms cannot meet a {type(target).__name__} guarantee"
+    )
+
+
+def _cost(spend: Budget, notion: type) -> tuple[float, ...]:
+    """What ``spend`` costs in the accountant's notion, as a tuple that composes by addition."""
+    if notion is ZCDP:
+        if isinstance(spend, ZCDP):
+            return (spend.rho,)
+        if isinstance(spend, PureDP):
+            return (spend.to_zcdp().rho,)
+    elif notion is PureDP:
+        if isinstance(spend, PureDP):
+            return (spend.eps,)
+    elif notion is ApproxDP:
+        if isinstance(spend, ApproxDP):
+            return (spend.eps, spend.delta)
+        if isinstance(spend, PureDP):
+            return (spend.eps, 0.0)
+    raise TypeError(f"cannot charge a {type(spend).__name__} step to a {notion.__name__} budget")
+
+
+class Accountant:
+    """Tracks what a mechanism spends of its total budget and refuses to overspend.
+
+    Every noisy sub-step calls ``spend(budget, what)``; the ledger records each charge so a test can
+    assert exactly what a mechanism spent.
+    """
+
+    def __init__(self, total: Budget):
+        if not isinstance(total, (ZCDP, PureDP, ApproxDP)):
+            raise TypeError(f"total must be a privacy budget, got {total!r}")
+        self.total = total
+        self.notion = type(total)
+        self._limit = _cost(total, self.notion)
+        self._spent = tuple(0.0 for _ in self._limit)
+        self.ledger: list[tuple[str, Budget]] = []
+
+    def spend(self, budget: Budget, what: str) -> Budget:
+        cost = _cost(budget, self.notion)
+        new = tuple(s + c for s, c in zip(self._spent, cost))
+        if any(s > lim * (1 + _TOLERANCE) for s, lim in zip(new, self._limit)):
+            raise BudgetExceeded(
+                f"{what}: spending {budget} would exceed the total {self.total} "
+                f"(already spent {self.spent})"
+            )
+        self._spent = new
+        self.ledger.append((what, budget))
+        return budget
+
+    @property
+    def spent(self) -> Budget | None:
+        """Everything spent so far, as a budget of the accountant's notion (None if nothing)."""
+        if not self.ledger:
+            return None
+        if self.notion is ApproxDP and self._spent[1] == 0:
+            return PureDP(self._spent[0])
+        return self.notion(*self._spent)
+
+    def fully_spent(self) -> bool:
+        return all(abs(s - lim) <= _TOLERANCE * lim for s, lim in zip(self._spent, self._limit))

@@ -1,0 +1,119 @@
+"""What every mechanism may read about a dataset, computed once and shared by all trials.
+
+Mechanisms never see the raw rows: everything the Dong et al. mechanisms need is a function of
+
+- Sigma = X^T X / n (the target, Dong et al. §1) and its eigenvalues, and
+- per dyadic norm band j (rows with r 2^-(j+1) < ||x|| <= r 2^-j, Dong et al. §5.2 "Count_s"):
+  the row count, S_j = sum x x^T / n and T_j = sum x x^T / (n ||x||^2).
+
+Clipping every row to tau = r 2^-m then gives exactly  Sigma(Clip(X, tau)) = sum_{j>=m} S_j +
+tau^2 sum_{j<m} T_j,  so AdaptiveCov's clipped covariances cost O(#bands d^2) instead of O(n d^2).
+The statistics are small (no n x d array), so shipping them to worker processes is cheap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_NORM_SLACK = 1e-9  # relative tolerance for rows that sit on the ball's surface
+
+
+def validate_rows(X, radius: float) -> np.ndarray:
+    """Return X as a float64 n x d array, or raise a clear error (NaN/inf, shape, norm bound)."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"data must be a 2-D array (n rows x d columns), got shape {X.shape}")
+    n, d = X.shape
+    if n < 1 or d < 1:
+        raise ValueError(f"data must have at least one row and one column, got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        bad = np.argwhere(~np.isfinite(X))[0]
+        raise ValueError(f"data contains NaN or inf (first at row {bad[0]}, column {bad[1]})")
+    if not (np.isfinite(radius) and radius > 0):
+        raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+    norms = np.linalg.norm(X, axis=1)
+    worst = int(np.argmax(norms))
+    if norms[worst] > radius * (1 + _NORM_SLACK):
+        raise ValueError(
+            f"row {worst} has norm {norms[worst]:.6g} > radius {radius:g}: the mechanisms' privacy "
+            f"proofs need every row inside the ball of radius {radius:g}; rescale or clip the data"
+        )
+    return X
+
+
+@dataclass(frozen=True)
+class CovProblem:
+    """Sufficient statistics of X for covariance mechanisms (rows in the ball of radius ``radius``)."""
+
+    n: int
+    d: int
+    radius: float
+    sigma: np.ndarray  # X^T X / n
+    eigenvalues: np.ndarray  # of sigma, descending
+    band_exponents: np.ndarray  # int j of each non-empty band, ascending (largest norms first)
+    band_counts: np.ndarray  # rows per band
+    band_moments: np.ndarray  # S_j, shape (bands, d, d)
+    band_directions: np.ndarray  # T_j, shape (bands, d, d)
+
+    @classmethod
+    def from_rows(cls, X, radius: float = 1.0) -> "CovProblem":
+        X = validate_rows(X, radius)
+        n, d = X.shape
+        norms = np.linalg.norm(X, axis=1)
+        nonzero = norms > 0
+        bands = np.full(n, -1)
+        bands[nonzero] = dyadic_band(norms[nonzero], radius)
+        exponents = np.unique(bands[nonzero])
+        moments = np.empty((len(exponents), d, d))
+        directions = np.empty((len(exponents), d, d))
+        counts = np.empty(len(exponents), dtype=np.int64)
+        for k, j in enumerate(exponents):
+            rows = X[bands == j]
+            moments[k] = rows.T @ rows / n
+            unit = rows / norms[bands == j, None]
+            directions[k] = unit.T @ unit / n
+            counts[k] = len(rows)
+        sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
+        sigma = (sigma + sigma.T) / 2
+        eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
+        return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions)
+
+    @property
+    def trace(self) -> float:
+        return float(np.trace(self.sigma))
+
+    def tau(self, m: int) -> float:
+        """The dyadic clipping threshold r 2^-m."""
+        return float(np.ldexp(self.radius, -int(m)))
+
+    def clipped_sigma(self, m: int) -> np.ndarray:
+        """Sigma(Clip(X, r 2^-m)), exact (Dong et al. §5.1, Clip(x, tau) = min(1, tau/||x||) x)."""
+        if m <= 0:
+            return self.sigma
+        kept = self.band_exponents >= m
+        tau2 = self.tau(m) ** 2
+        return self.band_moments[kept].sum(axis=0) + tau2 * self.band_directions[~kept].sum(axis=0)
+
+    def clipped_counts(self, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Band exponents and counts of Clip(X, r 2^-m): bands above m merge into band m."""
+        kept = self.band_exponents >= m
+        exponents = self.band_exponents[kept]
+        counts = self.band_counts[kept]
+        clipped = int(self.band_counts[~kept].sum())
+        if clipped:
+            if len(exponents) and exponents[0] == m:
+                counts = counts.copy()
+                counts[0] += clipped
+            else:
+                exponents = np.concatenate([[m], exponents])
+                counts = np.concatenate([[clipped], counts])
+        return exponents, counts
+
+
+def dyadic_band(norms: np.ndarray, radius: float) -> np.ndarray:
+    """j >= 0 with r 2^-(j+1) < norm <= r 2^-j, decided by exact comparisons (norm > 0)."""
+    j = np.maximum(np.floor(np.log2(radius / norms)).astype(np.int64), 0)
+    j = np.where(norms > np.ldexp(radius, -j), np.maximum(j - 1, 0), j)  # float log2 rounding
+    j = np.where(norms <= np.ldexp(radius, -(j + 1)), j + 1, j)
+    return j

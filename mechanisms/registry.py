@@ -1,0 +1,67 @@
+"""Name -> mechanism. The runner only ever goes through ``release``; it never names a mechanism."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import adaptive, gaussian
+from .privacy import ZCDP, Accountant, Budget, budget_guaranteeing
+from .problem import CovProblem
+from .spectral import as_matrix, clamp_eigenvalues
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    name: str  # command-line name
+    label: str  # name in the papers and on the figures
+    notion: type  # privacy notion of its guarantee: ZCDP, PureDP or ApproxDP
+    fn: Callable  # fn(problem, accountant, rng, **options) -> matrix or Spectral
+    source: str
+
+    def option_names(self) -> list[str]:
+        params = inspect.signature(self.fn).parameters.values()
+        return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+MECHANISMS = {m.name: m for m in [
+    Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1"),
+    Mechanism("separate", "SeparateCov", ZCDP, gaussian.separate_cov, "Dong et al. 2022 Alg. 1"),
+    Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2"),
+    Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1"),
+    Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1"),
+    Mechanism("zero", "Zero", ZCDP, gaussian.zero_cov, "baseline: the zero matrix"),
+]}
+
+
+def get_mechanism(name: str) -> Mechanism:
+    if name not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}")
+    return MECHANISMS[name]
+
+
+def check_options(name: str, options: dict) -> None:
+    known = get_mechanism(name).option_names()
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for mechanism {name!r}; known: {known or 'none'}")
+
+
+def release(name: str, problem: CovProblem, budget: Budget, rng: np.random.Generator, *,
+            options: dict | None = None, clamp: bool = True) -> tuple[np.ndarray, Accountant]:
+    """Run mechanism ``name`` on ``problem`` so that the output satisfies ``budget``.
+
+    The mechanism gets the largest budget of its own notion that implies ``budget`` and spends it
+    through the returned accountant. ``clamp`` projects the eigenvalues of the released estimate into
+    [0, r^2] (post-processing, so free of privacy cost).
+    """
+    mechanism = get_mechanism(name)
+    options = dict(options or {})
+    check_options(name, options)
+    accountant = Accountant(budget_guaranteeing(budget, mechanism.notion))
+    estimate = mechanism.fn(problem, accountant, rng, **options)
+    if clamp:
+        return clamp_eigenvalues(estimate, 0.0, problem.radius**2), accountant
+    return as_matrix(estimate), accountant

@@ -1,0 +1,37 @@
+"""Symmetric matrices kept as eigen-pairs, and eigenvalue clamping (free post-processing)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Spectral:
+    """A symmetric matrix V diag(values) V^T, kept factored so post-processing needs no eigh."""
+
+    values: np.ndarray
+    vectors: np.ndarray  # columns are orthonormal eigenvectors
+
+    @classmethod
+    def of(cls, matrix: np.ndarray) -> "Spectral":
+        values, vectors = np.linalg.eigh(matrix)
+        return cls(values, vectors)
+
+    def matrix(self) -> np.ndarray:
+        out = (self.vectors * self.values) @ self.vectors.T
+        return (out + out.T) / 2
+
+
+def clamp_eigenvalues(estimate, low: float, high: float) -> np.ndarray:
+    """Project the eigenvalues of a symmetric estimate into [low, high] (post-processing).
+
+    Dong et al.'s public code clamps every released Sigma to [0, r^2] (GUIDE.md §3): true covariances
+    of rows in the r-ball are PSD with eigenvalues at most tr <= r^2.
+    """
+    spectral = estimate if isinstance(estimate, Spectral) else Spectral.of(estimate)
+    return Spectral(np.clip(spectral.values, low, high), spectral.vectors).matrix()
+
+
+def as_matrix(estimate) -> np.ndarray:
+    return estimate.matrix() if isinstance(estimate, Spectral) else np.asarray(estimate)
