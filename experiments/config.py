@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -197,3 +198,20 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     for point in experiment.grid():
         budget_from_params(point)
     return experiment
+
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+
+
+def compose_experiment(overrides: list[str]) -> Experiment:
+    """The Experiment that ``python run.py <overrides>`` would run (for tests and scripts)."""
+    from hydra import compose, initialize_config_dir
+
+    overrides = open_key_overrides(list(overrides))
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=overrides)
+    return build_experiment(cfg, overrides)
+
+
+def experiment_names() -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))

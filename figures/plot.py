@@ -2,6 +2,7 @@
 log-log axes, the mean with a 95% band (mean +- 1.96 sem), as in Dong et al.'s figures."""
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import matplotlib
@@ -15,6 +16,8 @@ STYLE = {  # consistent colours across figures; unknown labels get matplotlib's 
     "AdaptiveCov": "tab:green", "Zero": "tab:gray",
 }
 PRETTY = {"rho": "ρ", "eps": "ε", "delta": "δ"}
+METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
+                 "fro_rel": r"relative error $\|\hat C - C\|_F / \|C\|_F$"}
 
 
 def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: str = ""):
@@ -36,10 +39,14 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
         if figure.logy:
             ax.set_yscale("log")
         ax.set_xlabel(figure.xlabel or PRETTY.get(figure.x, figure.x))
-        ax.set_ylabel(figure.ylabel or f"error ({metric})")
+        ax.set_ylabel(figure.ylabel or METRIC_LABELS.get(metric, f"error ({metric})"))
+        ticks = sorted(part[figure.x].unique())
+        if len(ticks) <= 10:  # label the grid values themselves, as the papers do
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=7)
+            ax.xaxis.set_minor_locator(plt.NullLocator())
         if panel is not None:
             ax.set_title(f"{PRETTY.get(figure.panel, figure.panel)} = {panel:g}"
-                         if isinstance(panel, (int, float)) else str(panel))
+                         if isinstance(panel, numbers.Number) else str(panel))
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].legend(fontsize=8)
     if title:

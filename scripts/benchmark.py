@@ -1,0 +1,62 @@
+"""Time per mechanism call (shared statistics precomputed), as a ratio to numpy.linalg.eigh of a
+d x d matrix timed in the same run, one BLAS thread (as in the experiment workers).
+
+    python scripts/benchmark.py                     # d = 200 and 800, n = 50000, N = 4
+    python scripts/benchmark.py --d 100 --n 20000 --repeats 5
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from data.synthetic import synthetic_zipf
+from experiments.config import compose_experiment
+from mechanisms import CovProblem, ZCDP, release
+
+TARGETS = {"gauss": 5, "separate": 5, "adaptive": 10}
+
+
+def best_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--d", type=int, nargs="+", default=[200, 800])
+    parser.add_argument("--n", type=int, default=50000)
+    parser.add_argument("--N", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--experiment", default="synthetic_trace",
+                        help="experiment whose mechanism options to use (default: synthetic_trace)")
+    args = parser.parse_args()
+    exp = compose_experiment([f"experiment={args.experiment}"])
+    rng = np.random.default_rng(0)
+    with threadpool_limits(limits=1):
+        print(f"{'d':>5} {'mechanism':>10} {'seconds':>10} {'x eigh':>8} {'target':>7}")
+        for d in args.d:
+            start = time.perf_counter()
+            problem = CovProblem.from_rows(synthetic_zipf(args.n, d, args.N, 3, rng))
+            setup = time.perf_counter() - start
+            sym = problem.sigma + rng.standard_normal((d, d)) * 1e-3
+            sym = (sym + sym.T) / 2
+            unit = best_time(lambda: np.linalg.eigh(sym), args.repeats)
+            print(f"{d:>5} {'eigh':>10} {unit:>10.4f} {1:>8.2f}    (data + shared statistics: {setup:.2f}s)")
+            for name in exp.mechanisms:
+                opts = exp.mechanism_options.get(name, {})
+                seconds = best_time(lambda: release(name, problem, ZCDP(0.1), rng, options=opts,
+                                                    clamp=exp.clamp_eigenvalues), args.repeats)
+                target = TARGETS.get(name)
+                flag = "" if target is None else (f"<= {target}" + ("" if seconds / unit <= target else " MISSED"))
+                print(f"{d:>5} {name:>10} {seconds:>10.4f} {seconds / unit:>8.2f} {flag:>7}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The harness: every experiment end to end at smoke scale, seeding, resume, bad configs."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.config import ConfigError, compose_experiment, experiment_names
+from experiments.runner import run_experiment
+from experiments.store import ResultsStore
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = ["mechanism", "trial", "N"]
+
+
+@pytest.mark.parametrize("name", experiment_names())
+def test_every_experiment_runs_at_smoke_scale(name, experiment):
+    exp = experiment(name)
+    out = run_experiment(exp)
+    results, summary = pd.read_csv(out.results), pd.read_csv(out.summary)
+    assert len(results) == len(exp.grid()) * exp.trials * len(exp.mechanisms)
+    assert set(results.mechanism) == set(exp.mechanisms)
+    for column in ["experiment", "dataset", "mechanism", "trial", "seed", "err_fro", "seconds",
+                   *exp.param_names()]:
+        assert column in results
+    assert np.isfinite(results.err_fro).all() and (results.err_fro >= 0).all()
+    assert {"err_fro_mean", "err_fro_std", "err_fro_sem", "err_fro_median"} <= set(summary)
+    assert len(summary) == len(exp.grid()) * len(exp.mechanisms)
+    assert out.figure_png.stat().st_size > 0 and out.figure_pdf.exists() and out.config.exists()
+    # The zero matrix's error is ||Sigma||_F, and every released estimate respects the budget.
+    zero = results[results.mechanism == "zero"]
+    assert (zero.err_fro <= zero.data_trace + 1e-12).all()
+    noisy = results[results.mechanism != "zero"]
+    assert (noisy.spent == noisy.budget).all()
+
+
+def test_identical_results_for_any_n_jobs(experiment):
+    one = pd.read_csv(run_experiment(experiment("synthetic_trace", "n_jobs=1", output="a")).results)
+    two = pd.read_csv(run_experiment(experiment("synthetic_trace", "n_jobs=2", output="b")).results)
+    cols = ["mechanism", "trial", "N", "err_fro"]
+    pd.testing.assert_frame_equal(one[cols].sort_values(cols[:3]).reset_index(drop=True),
+                                  two[cols].sort_values(cols[:3]).reset_index(drop=True))
+
+
+def test_seed_changes_numbers_and_data_is_shared_across_mechanisms(experiment):
+    a = pd.read_csv(run_experiment(experiment("synthetic_trace", output="a")).results)
+    b = pd.read_csv(run_experiment(experiment("synthetic_trace", "seed=1", output="b")).results)
+    assert not np.allclose(a.sort_values(KEY).err_fro.values, b.sort_values(KEY).err_fro.values)
+    # All mechanisms of a grid point saw the same dataset (same true trace in every row).
+    assert (a.groupby("N").data_trace.nunique() == 1).all()
+
+
+def test_resume_skips_finished_trials_and_extends(experiment):
+    small = experiment("synthetic_trace", "trials=1")
+    first = run_experiment(small)
+    assert first.new_rows == len(small.grid()) * len(small.mechanisms)
+    again = run_experiment(small)
+    assert again.new_rows == 0
+    more = experiment("synthetic_trace", "trials=2")
+    extended = run_experiment(more)
+    assert extended.new_rows == len(more.grid()) * len(more.mechanisms)  # only trial 1 ran
+    resumed = pd.read_csv(extended.results)
+    fresh = pd.read_csv(run_experiment(experiment("synthetic_trace", "trials=2", output="fresh")).results)
+    merge = resumed.merge(fresh, on=KEY, suffixes=("", "_fresh"))
+    assert len(merge) == len(fresh) and np.array_equal(merge.err_fro, merge.err_fro_fresh)
+
+
+def test_interrupted_write_is_repaired(experiment):
+    exp = experiment("synthetic_trace")
+    out = run_experiment(exp)
+    lines = out.results.read_text().splitlines(keepends=True)
+    # Simulate a crash: drop the last 3 rows and leave half a line behind.
+    out.results.write_text("".join(lines[:-3]) + lines[-3][:10])
+    with pytest.warns(UserWarning, match="incomplete last line"):
+        again = run_experiment(exp)
+    assert again.new_rows == 3
+    assert len(pd.read_csv(again.results)) == len(lines) - 1
+
+
+def test_changed_configuration_in_same_output_dir_is_refused(experiment):
+    run_experiment(experiment("synthetic_trace"))
+    with pytest.raises(ValueError, match="different configuration"):
+        run_experiment(experiment("synthetic_trace", "seed=7"))
+
+
+def test_corrupted_results_file_gives_clear_error(experiment, tmp_path):
+    exp = experiment("synthetic_trace")
+    store_dir = Path(exp.output_dir)
+    ResultsStore(store_dir, exp.fingerprint())
+    (store_dir / "results.csv").write_text('a,b\n1,"unterminated\n')
+    with pytest.raises(ValueError, match="results"):
+        run_experiment(exp)
+
+
+def test_overrides_fix_and_narrow_parameters(experiment):
+    exp = experiment("synthetic_unit_norm", "sweep.n=[300]", "params.d=5")
+    assert exp.sweep == {"n": [300]} and exp.params["d"] == 5
+    assert [p["d"] for p in exp.grid()] == [5]
+    exp = experiment("synthetic_trace", "mechanisms=[gauss,zero]", "sweep.rho=[0.1,1]")
+    assert len(exp.grid()) == 4 and exp.mechanisms == ["gauss", "zero"]
+
+
+def test_paper_scale_holds_the_paper_grid(tmp_path):
+    exp = compose_experiment(["experiment=synthetic_unit_norm", "scale=paper", f"output_dir={tmp_path}"])
+    assert exp.trials == 50 and exp.sweep["n"] == [1000, 4000, 16000]
+    assert exp.sweep["d"] == [10, 20, 30, 50, 70, 100, 200, 400, 800]
+    exp = compose_experiment(["experiment=synthetic_samples", "scale=paper", "trials=3"])
+    assert exp.trials == 3 and exp.sweep["n"][-1] == 800000  # the command line wins over the scale
+
+
+@pytest.mark.parametrize("override, message", [
+    ("params.rho=0", "rho must be a finite number > 0"),
+    ("params.rho=-1", "rho must be a finite number > 0"),
+    ("sweep.rho=[0.1,-2]", "rho must be a finite number > 0"),
+    ("mechanisms=[gauss,nope]", "unknown mechanism 'nope'"),
+    ("params.bogus=3", "unknown parameter"),
+    ("trials=0", "trials must be an integer >= 1"),
+    ("trials=abc", "trials must be an integer"),
+    ("n_jobs=0", "n_jobs must be a non-zero integer"),
+    ("++mechanism_options.gauss.beta=0.1", "unknown option"),
+    ("sweep.N=[]", "non-empty list"),
+    ("scale=huge", "scale must be one of"),
+    ("++params.eps=1", "exactly one privacy budget"),
+])
+def test_bad_configs_fail_with_clear_errors(experiment, override, message):
+    with pytest.raises(ConfigError, match=message):
+        experiment("synthetic_trace", override)
+
+
+def test_unknown_top_level_key_is_rejected():
+    from hydra.errors import ConfigCompositionException
+    with pytest.raises(ConfigCompositionException):
+        compose_experiment(["experiment=synthetic_trace", "tirals=3"])
+
+
+def test_run_py_end_to_end(tmp_path):
+    """The user's command: prints progress and where everything went; bad config exits non-zero."""
+    done = subprocess.run([sys.executable, "run.py", "experiment=synthetic_trace", "scale=smoke",
+                           f"output_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for word in ["results:", "summary:", "figure:", "mechanism runs"]:
+        assert word in done.stdout
+    assert (tmp_path / "figure.png").exists()
+    bad = subprocess.run([sys.executable, "run.py", "experiment=synthetic_trace", "params.rho=-1",
+                          f"output_dir={tmp_path / 'bad'}"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode != 0 and "rho must be" in bad.stderr
