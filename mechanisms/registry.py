@@ -7,8 +7,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, gaussian
-from .privacy import ZCDP, Accountant, Budget, budget_guaranteeing
+from . import adaptive, emcov, gaussian
+from .privacy import PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
 from .spectral import as_matrix, clamp_eigenvalues
 
@@ -33,6 +33,10 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1"),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1"),
     Mechanism("zero", "Zero", ZCDP, gaussian.zero_cov, "baseline: the zero matrix"),
+    Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)"),
+    Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split"),
+    Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split"),
+    Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)"),
 ]}
 
 

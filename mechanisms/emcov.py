@@ -1,0 +1,147 @@
+"""Iterative eigenvector sampling (Amin et al. 2019, Algorithm 1), its Kapralov–Talwar variant, and
+EMCov under rho-zCDP (Dong, Liang & Yi 2022, Appendix C).
+
+All variants work on C = X^T X for rows in the unit ball (rows in the r-ball are rescaled by 1/r
+and the result by r^2) and release Sigma = C / n.
+
+Exponential-mechanism step: theta ~ exp(eta u^T C_i u) on the unit sphere of the current subspace.
+For replace-one neighbours, u^T (C - C') u = (u^T x)^2 - (u^T x')^2 lies in [-1, 1], so one step is
+2 eta-DP (McSherry & Talwar 2007) and 2 eta-bounded-range, hence eta^2 / 2-zCDP (Durfee & Rogers
+2019; Cesar & Rogers 2021, Lemma 3.2: eps-BR => eps^2/8-zCDP).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
+from .gaussian import gaussian_sigma
+from .privacy import PureDP, ZCDP, Accountant
+from .problem import CovProblem
+from .spectral import Spectral
+
+
+def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
+                        subtract: np.ndarray | None = None,
+                        max_proposals: int = DEFAULT_MAX_PROPOSALS) -> np.ndarray:
+    """Amin Algorithm 1, step 2: theta_1..theta_d (columns), theta_i ~ exp(eta_i u^T C_i u).
+
+    Projection (default): C_i is C compressed to the orthogonal complement of theta_1..theta_(i-1)
+    (step 2b-c), so the thetas are orthonormal. Kapralov–Talwar (``subtract`` = the noisy
+    eigenvalues): C_(i+1) = C_i - lambda^_i theta_i theta_i^T on the whole sphere.
+    """
+    d = C.shape[0]
+    thetas = np.empty((d, d))
+    basis = np.eye(d)  # P_i^T: orthonormal basis of the current subspace (columns)
+    current = C.copy()  # C_i in that basis
+    for i in range(d):
+        # Step 2a in the eigenbasis of C_i: the Bingham density exp(-u^T A u) with A = -eta_i C_i.
+        mu, vectors = np.linalg.eigh(current)
+        u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
+        theta = basis @ (vectors @ u)
+        thetas[:, i] = theta / np.linalg.norm(theta)
+        if subtract is not None:  # Kapralov–Talwar: deflate by the noisy rank-one term
+            current = current - subtract[i] * np.outer(thetas[:, i], thetas[:, i])
+        elif i < d - 1:  # steps 2b-2c, without recomputing P C P^T from scratch:
+            # the Householder reflection H with H u = +-e_1 has u's complement in columns 2..q.
+            complement = householder_complement(u)
+            basis = basis @ (vectors @ complement)
+            current = (complement.T * mu) @ complement
+    return thetas
+
+
+def householder_complement(u: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (q x (q-1)) of the complement of the unit vector u: columns 2..q of the
+    Householder reflection mapping u to -sign(u_1) e_1."""
+    v = u.copy()
+    v[0] += math.copysign(1.0, u[0])
+    v /= np.linalg.norm(v)
+    return np.eye(len(u))[:, 1:] - 2.0 * np.outer(v, v[1:])
+
+
+def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:
+    """C = X^T X of the rows rescaled into the unit ball, and the factor r^2 / n back to Sigma."""
+    r2 = problem.radius**2
+    return problem.sigma * (problem.n / r2), r2 / problem.n
+
+
+def _release(values: np.ndarray, thetas: np.ndarray, back: float) -> Spectral | np.ndarray:
+    """Step 3: C^ = sum lambda^_i theta_i theta_i^T, rescaled to Sigma."""
+    gram = thetas.T @ thetas
+    if np.allclose(gram, np.eye(len(values)), atol=1e-8):
+        return Spectral(values * back, thetas)
+    return (thetas * (values * back)) @ thetas.T  # KT: thetas need not be orthogonal
+
+
+def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+              split: str = "adaptive", variant: str = "project", beta: float = 0.1,
+              max_proposals: int = DEFAULT_MAX_PROPOSALS):
+    """Amin et al. Algorithm 1 under eps-DP: eps_0 = eps/2 on the eigenvalues (Laplace, l1
+    sensitivity 2), eps/2 over the d sampling steps, uniformly (IT-U) or by Corollary 1 (AD):
+    eps_i proportional to sqrt(lambda^_i + tau), tau = 2/eps_0 log(2d/beta). Each step samples
+    exp(eps_i/4 u^T C_i u) and is charged eps_i, as in Amin's Theorem 1 (the standard analysis
+    above gives eps_i / 2: the charge is conservative, the paper's calibration is kept)."""
+    if split not in ("adaptive", "uniform") or variant not in ("project", "subtract"):
+        raise ValueError(f"split must be adaptive|uniform and variant project|subtract, got {split}, {variant}")
+    total: PureDP = accountant.total
+    C, back = _check_unit_scale(problem)
+    d = problem.d
+    eps0 = accountant.spend(total.scaled(0.5), "eigenvalues (Laplace)").eps
+    values = problem.eigenvalues * (problem.n / problem.radius**2) + rng.laplace(scale=2 / eps0, size=d)
+    if split == "uniform":
+        eps = np.full(d, total.eps / 2 / d)
+    else:  # Corollary 1
+        tau = 2 / eps0 * math.log(2 * d / beta)
+        weights = np.sqrt(np.maximum(values + tau, 0.0))
+        eps = total.eps / 2 * (weights / weights.sum() if weights.sum() > 0 else np.full(d, 1 / d))
+    for i in range(d):
+        if eps[i] > 0:
+            accountant.spend(PureDP(eps[i]), f"eigenvector {i + 1} (exponential mechanism)")
+    thetas = sample_eigenvectors(C, eps / 4, rng, subtract=values if variant == "subtract" else None,
+                                 max_proposals=max_proposals)
+    return _release(values, thetas, back)
+
+
+def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+               charge: str = "bounded_range", max_proposals: int = DEFAULT_MAX_PROPOSALS):
+    """EMCov under rho-zCDP (Dong et al. Appendix C): rho/2 on the eigenvalues of C by the Gaussian
+    mechanism (l2 sensitivity sqrt(2), Dong Lemma 10), rho/2 split evenly over the d
+    exponential-mechanism steps. A step of budget rho_i samples exp(eta u^T C_i u) with
+    eta = sqrt(2 rho_i) when charged by bounded range (eta^2/2-zCDP, default), or
+    eta = sqrt(2 rho_i) / 2 when charged as a 2 eta-DP mechanism ((2 eta)^2/2 = rho_i, Dong's
+    eps^2/2 accounting; 2x less concentrated)."""
+    if charge not in ("bounded_range", "pure"):
+        raise ValueError(f"charge must be 'bounded_range' or 'pure', got {charge!r}")
+    total: ZCDP = accountant.total
+    C, back = _check_unit_scale(problem)
+    d = problem.d
+    half = accountant.spend(total.scaled(0.5), "eigenvalues (Gaussian)")
+    values = problem.eigenvalues * (problem.n / problem.radius**2) \
+        + gaussian_sigma(math.sqrt(2), half) * rng.standard_normal(d)
+    step = total.scaled(0.5 / d)
+    for i in range(d):
+        accountant.spend(step, f"eigenvector {i + 1} (exponential mechanism, {charge})")
+    eta = math.sqrt(2 * step.rho) * (1.0 if charge == "bounded_range" else 0.5)
+    thetas = sample_eigenvectors(C, np.full(d, eta), rng, max_proposals=max_proposals)
+    return _release(values, thetas, back)
+
+
+def iterative_uniform(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                      max_proposals: int = DEFAULT_MAX_PROPOSALS):
+    """IT-U (Amin et al. §4): Algorithm 1 with eps/2 split uniformly over the eigenvectors."""
+    return amin_pure(problem, accountant, rng, split="uniform", max_proposals=max_proposals)
+
+
+def iterative_adaptive(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                       beta: float = 0.1, max_proposals: int = DEFAULT_MAX_PROPOSALS):
+    """AD (Amin et al. §4): Algorithm 1 with the Corollary 1 split."""
+    return amin_pure(problem, accountant, rng, split="adaptive", beta=beta, max_proposals=max_proposals)
+
+
+def kapralov_talwar(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                    max_proposals: int = DEFAULT_MAX_PROPOSALS):
+    """KT (Kapralov & Talwar 2013 as run by Amin et al.): subtract lambda^_i theta_i theta_i^T instead
+    of projecting; uniform split of eps/2 over the eigenvectors."""
+    return amin_pure(problem, accountant, rng, split="uniform", variant="subtract",
+                     max_proposals=max_proposals)

@@ -1,0 +1,116 @@
+"""Iterative eigenvector sampling (Amin Alg. 1), KT, IT-U, AD and EMCov under zCDP."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import ortho_group
+
+from mechanisms import CovProblem, PureDP, ZCDP, Accountant, release
+from mechanisms.emcov import amin_pure, emcov_zcdp, householder_complement, sample_eigenvectors
+from mechanisms.spectral import Spectral
+
+
+def unit_rows(n, d, seed, rank=None):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, rank or d)) @ rng.standard_normal((rank or d, d))
+    return X / np.linalg.norm(X, axis=1, keepdims=True) * rng.uniform(0.3, 1, (n, 1))
+
+
+def test_householder_complement_is_an_orthonormal_basis_of_the_complement():
+    for seed, q in [(0, 2), (1, 5), (2, 40)]:
+        u = np.random.default_rng(seed).standard_normal(q)
+        u /= np.linalg.norm(u)
+        H = householder_complement(u)
+        assert H.shape == (q, q - 1)
+        assert np.allclose(H.T @ H, np.eye(q - 1)) and np.allclose(H.T @ u, 0)
+    assert np.allclose(householder_complement(np.array([-1.0, 0.0])).T @ [1.0, 0.0], 0)
+
+
+def test_first_exponential_mechanism_step_has_the_exact_law():
+    """theta_1 ~ exp(eta u^T C u) on the circle: favours the top eigenvector (sign check)."""
+    R = ortho_group.rvs(2, random_state=4)
+    C = R @ np.diag([30.0, 10.0]) @ R.T
+    eta = 0.1
+    rng = np.random.default_rng(0)
+    draws = np.array([sample_eigenvectors(C, np.full(2, eta), rng)[:, 0] for _ in range(4000)])
+    phi = (np.arange(20000) + 0.5) * 2 * np.pi / 20000
+    u = np.stack([np.cos(phi), np.sin(phi)], axis=1)
+    f = np.exp(eta * np.einsum("ni,ij,nj->n", u, C, u))
+    exact = (u.T * f) @ u / f.sum()
+    products = np.einsum("ni,nj->nij", draws, draws)
+    se = products.std(axis=0) / math.sqrt(len(draws))
+    assert np.all(np.abs(products.mean(axis=0) - exact) <= 5 * se)
+    assert abs(draws @ R[:, 0]).mean() > abs(draws @ R[:, 1]).mean()  # towards the top eigenvector
+
+
+@pytest.mark.parametrize("mechanism, budget", [("emcov", ZCDP(0.5)), ("itu", PureDP(1.0)),
+                                               ("ad", PureDP(1.0)), ("kt", PureDP(1.0))])
+def test_budget_spent_equals_budget_given_and_reproducible(mechanism, budget):
+    problem = CovProblem.from_rows(unit_rows(500, 6, 1))
+    est, acc = release(mechanism, problem, budget, np.random.default_rng(3))
+    assert acc.fully_spent() and str(acc.spent) == str(budget)
+    assert len(acc.ledger) == 1 + problem.d
+    again, _ = release(mechanism, problem, budget, np.random.default_rng(3))
+    other, _ = release(mechanism, problem, budget, np.random.default_rng(4))
+    assert np.array_equal(est, again) and not np.allclose(est, other)
+    assert np.allclose(est, est.T) and np.all(np.linalg.eigvalsh(est) >= -1e-12)
+
+
+def test_projection_variants_release_orthonormal_eigenvectors():
+    problem = CovProblem.from_rows(unit_rows(400, 8, 2))
+    for fn, budget in [(emcov_zcdp, ZCDP(1.0)), (amin_pure, PureDP(1.0))]:
+        out = fn(problem, Accountant(budget), np.random.default_rng(0))
+        assert isinstance(out, Spectral)
+        assert np.allclose(out.vectors.T @ out.vectors, np.eye(8), atol=1e-10)
+
+
+def test_adaptive_split_follows_corollary_1():
+    problem = CovProblem.from_rows(unit_rows(2000, 5, 3))
+    acc = Accountant(PureDP(2.0))
+    amin_pure(problem, acc, np.random.default_rng(0), split="adaptive")
+    steps = np.array([b.eps for what, b in acc.ledger[1:]])
+    assert acc.ledger[0][1] == PureDP(1.0) and math.isclose(steps.sum(), 1.0)
+    assert steps[0] > steps[-1]  # more budget to larger (noisy) eigenvalues
+    acc = Accountant(PureDP(2.0))
+    amin_pure(problem, acc, np.random.default_rng(0), split="uniform")
+    assert np.allclose([b.eps for _, b in acc.ledger[1:]], 1.0 / 5)
+
+
+def test_eigenvalue_noise_calibration():
+    """EMCov (zCDP): lambda(C) + N(0, 2/rho) with rho/2 spent (sensitivity sqrt 2);
+    Amin (pure): lambda(C) + Lap(2/eps_0), eps_0 = eps/2."""
+    problem = CovProblem.from_rows(unit_rows(300, 3, 5))
+    truth = problem.eigenvalues * problem.n
+    gauss = np.concatenate([emcov_zcdp(problem, Accountant(ZCDP(0.2)), np.random.default_rng(s)).values
+                            * problem.n - truth for s in range(800)])
+    assert abs(gauss.std() / math.sqrt(2 / 0.2) - 1) < 0.05
+    lap = np.concatenate([amin_pure(problem, Accountant(PureDP(1.0)), np.random.default_rng(s)).values
+                          * problem.n - truth for s in range(800)])
+    assert abs(np.mean(np.abs(lap)) / (2 / 0.5) - 1) < 0.05  # E|Lap(b)| = b
+
+
+@pytest.mark.parametrize("rows", [
+    np.full((50, 1), 0.5),  # d = 1
+    unit_rows(300, 6, 7, rank=2),  # rank-deficient C
+    np.zeros((40, 4)),  # zero data
+])
+@pytest.mark.parametrize("mechanism", ["emcov", "ad", "kt"])
+def test_degenerate_inputs(rows, mechanism):
+    problem = CovProblem.from_rows(rows)
+    budget = ZCDP(1.0) if mechanism == "emcov" else PureDP(1.0)
+    est, acc = release(mechanism, problem, budget, np.random.default_rng(0))
+    assert est.shape == (problem.d, problem.d) and np.all(np.isfinite(est)) and acc.fully_spent()
+
+
+def test_accurate_when_the_budget_is_large():
+    problem = CovProblem.from_rows(unit_rows(5000, 4, 8))
+    for mechanism, budget in [("emcov", ZCDP(1e4)), ("ad", PureDP(200.0))]:
+        est, _ = release(mechanism, problem, budget, np.random.default_rng(0))
+        assert np.linalg.norm(est - problem.sigma) < 0.05 * np.linalg.norm(problem.sigma)
+
+
+def test_radius_scaling():
+    X = unit_rows(400, 3, 9)
+    one = release("emcov", CovProblem.from_rows(X), ZCDP(0.5), np.random.default_rng(1))[0]
+    two = release("emcov", CovProblem.from_rows(2 * X, radius=2.0), ZCDP(0.5), np.random.default_rng(1))[0]
+    assert np.allclose(two, 4 * one)
