@@ -27,6 +27,8 @@ def synthetic_zipf(n: int, d: int, N: int, s: float, rng: np.random.Generator) -
     for name, value in {"n": n, "d": d, "N": N}.items():
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if n < 2:
+        raise ValueError(f"n must be >= 2 (one centred row is the zero vector), got {n!r}")
     if not s > 0:
         raise ValueError(f"Zipf skew s must be > 0, got {s!r}")
     n, d, N = int(n), int(d), int(N)

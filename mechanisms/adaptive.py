@@ -112,6 +112,8 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
         raise ValueError(f"radius must be 'private' or 'known', got {radius!r}")
     if not 0 < beta < 1:
         raise ValueError(f"beta must lie in (0, 1), got {beta!r}")
+    if not separate_noise_factor > 0:
+        raise ValueError(f"separate_noise_factor must be > 0, got {separate_noise_factor!r}")
     split = {**PAPER_SPLIT, **(split or {})}
     if set(split) != set(PAPER_SPLIT) or any(not 0 <= f < 1 for f in split.values()):
         raise ValueError(f"split needs fractions in [0, 1) for {sorted(PAPER_SPLIT)}, got {split}")

@@ -9,6 +9,7 @@ rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP for every delta in (0
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Union
 
@@ -20,7 +21,7 @@ class BudgetExceeded(RuntimeError):
 
 
 def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not math.isfinite(value) or value <= 0:
@@ -91,8 +92,8 @@ class ApproxDP:
 
         Solves rho + 2 sqrt(rho L) = eps with L = ln(1/delta): sqrt(rho) = sqrt(L + eps) - sqrt(L).
         """
-        log_term = math.log(1 / self.delta)
-        return ZCDP((math.sqrt(log_term + self.eps) - math.sqrt(log_term)) ** 2)
+        log_term = math.log(1 / self.delta)  # sqrt(L + eps) - sqrt(L), without cancellation:
+        return ZCDP((self.eps / (math.sqrt(log_term + self.eps) + math.sqrt(log_term))) ** 2)
 
     def __str__(self):
         return f"({self.eps:g}, {self.delta:g})-DP"

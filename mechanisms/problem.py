@@ -113,7 +113,7 @@ class CovProblem:
 
 def dyadic_band(norms: np.ndarray, radius: float) -> np.ndarray:
     """j >= 0 with r 2^-(j+1) < norm <= r 2^-j, decided by exact comparisons (norm > 0)."""
-    j = np.maximum(np.floor(np.log2(radius / norms)).astype(np.int64), 0)
+    j = np.maximum(np.floor(np.log2(radius) - np.log2(norms)).astype(np.int64), 0)  # no overflow
     j = np.where(norms > np.ldexp(radius, -j), np.maximum(j - 1, 0), j)  # float log2 rounding
     j = np.where(norms <= np.ldexp(radius, -(j + 1)), j + 1, j)
     return j
