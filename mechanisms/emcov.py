@@ -39,25 +39,26 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
         # Step 2a in the eigenbasis of C_i: the Bingham density exp(-u^T A u) with A = -eta_i C_i.
         mu, vectors = np.linalg.eigh(current)
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
-        theta = basis @ (vectors @ u)
+        rotated = basis @ vectors  # the eigenbasis of C_i in original coordinates
+        theta = rotated @ u
         thetas[:, i] = theta / np.linalg.norm(theta)
         if subtract is not None:  # Kapralov–Talwar: deflate by the noisy rank-one term
             current = current - subtract[i] * np.outer(thetas[:, i], thetas[:, i])
-        elif i < d - 1:  # steps 2b-2c, without recomputing P C P^T from scratch:
-            # the Householder reflection H with H u = +-e_1 has u's complement in columns 2..q.
-            complement = householder_complement(u)
-            basis = basis @ (vectors @ complement)
-            current = (complement.T * mu) @ complement
+        elif i < d - 1:  # steps 2b-2c via the Householder reflection H = I - 2 v v^T, H u = -+e_1:
+            # columns 2..q of H span u's complement, and C_(i+1) = (H diag(mu) H)[1:, 1:].
+            v = householder_vector(u)
+            basis = rotated[:, 1:] - 2.0 * np.outer(rotated @ v, v[1:])
+            mv = mu * v
+            current = (np.diag(mu) - 2.0 * (np.outer(v, mv) + np.outer(mv, v))
+                       + 4.0 * (v @ mv) * np.outer(v, v))[1:, 1:]
     return thetas
 
 
-def householder_complement(u: np.ndarray) -> np.ndarray:
-    """Orthonormal basis (q x (q-1)) of the complement of the unit vector u: columns 2..q of the
-    Householder reflection mapping u to -sign(u_1) e_1."""
+def householder_vector(u: np.ndarray) -> np.ndarray:
+    """v with (I - 2 v v^T) u = -sign(u_1) e_1 for a unit vector u (stable sign choice)."""
     v = u.copy()
     v[0] += math.copysign(1.0, u[0])
-    v /= np.linalg.norm(v)
-    return np.eye(len(u))[:, 1:] - 2.0 * np.outer(v, v[1:])
+    return v / np.linalg.norm(v)
 
 
 def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:

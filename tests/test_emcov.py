@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import ortho_group
 
 from mechanisms import CovProblem, PureDP, ZCDP, Accountant, release
-from mechanisms.emcov import amin_pure, emcov_zcdp, householder_complement, sample_eigenvectors
+from mechanisms.emcov import amin_pure, emcov_zcdp, householder_vector, sample_eigenvectors
 from mechanisms.spectral import Spectral
 
 
@@ -16,31 +16,34 @@ def unit_rows(n, d, seed, rank=None):
     return X / np.linalg.norm(X, axis=1, keepdims=True) * rng.uniform(0.3, 1, (n, 1))
 
 
-def test_householder_complement_is_an_orthonormal_basis_of_the_complement():
+def test_householder_reflection_maps_u_to_an_axis():
     for seed, q in [(0, 2), (1, 5), (2, 40)]:
         u = np.random.default_rng(seed).standard_normal(q)
         u /= np.linalg.norm(u)
-        H = householder_complement(u)
-        assert H.shape == (q, q - 1)
-        assert np.allclose(H.T @ H, np.eye(q - 1)) and np.allclose(H.T @ u, 0)
-    assert np.allclose(householder_complement(np.array([-1.0, 0.0])).T @ [1.0, 0.0], 0)
+        v = householder_vector(u)
+        H = np.eye(q) - 2 * np.outer(v, v)
+        assert np.allclose(H @ u, -np.sign(u[0]) * np.eye(q)[0])
+        assert np.allclose(H[:, 1:].T @ H[:, 1:], np.eye(q - 1)) and np.allclose(H[:, 1:].T @ u, 0)
 
 
-def test_first_exponential_mechanism_step_has_the_exact_law():
-    """theta_1 ~ exp(eta u^T C u) on the circle: favours the top eigenvector (sign check)."""
-    R = ortho_group.rvs(2, random_state=4)
-    C = R @ np.diag([30.0, 10.0]) @ R.T
-    eta = 0.1
-    rng = np.random.default_rng(0)
-    draws = np.array([sample_eigenvectors(C, np.full(2, eta), rng)[:, 0] for _ in range(4000)])
-    phi = (np.arange(20000) + 0.5) * 2 * np.pi / 20000
-    u = np.stack([np.cos(phi), np.sin(phi)], axis=1)
-    f = np.exp(eta * np.einsum("ni,ij,nj->n", u, C, u))
-    exact = (u.T * f) @ u / f.sum()
-    products = np.einsum("ni,nj->nij", draws, draws)
-    se = products.std(axis=0) / math.sqrt(len(draws))
-    assert np.all(np.abs(products.mean(axis=0) - exact) <= 5 * se)
-    assert abs(draws @ R[:, 0]).mean() > abs(draws @ R[:, 1]).mean()  # towards the top eigenvector
+def test_compressions_match_the_pseudocode(monkeypatch):
+    """Steps 2b-2c by Householder updates must leave C_i = P_i C P_i^T. With a sampler that always
+    returns the top eigenvector of C_i, the thetas must be C's eigenvectors in descending order
+    (for both the projection and the Kapralov-Talwar deflation with exact eigenvalues)."""
+    import mechanisms.emcov as emcov
+
+    def top_eigenvector(lam, rng, size, max_proposals=None):  # lam = -eta * mu: argmin = top
+        out = np.zeros((1, len(lam)))
+        out[0, np.argmin(lam)] = 1.0
+        return out, None
+
+    monkeypatch.setattr(emcov, "sample_bingham_eigen", top_eigenvector)
+    R = ortho_group.rvs(7, random_state=3)
+    values = np.array([9.0, 7.0, 5.0, 3.0, 2.0, 1.0, 0.5])
+    C = R @ np.diag(values) @ R.T
+    for subtract in (None, values):
+        thetas = sample_eigenvectors(C, np.ones(7), np.random.default_rng(0), subtract=subtract)
+        assert np.allclose(np.abs(np.sum(thetas * R, axis=0)), 1.0, atol=1e-8)
 
 
 @pytest.mark.parametrize("mechanism, budget", [("emcov", ZCDP(0.5)), ("itu", PureDP(1.0)),
