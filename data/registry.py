@@ -5,13 +5,15 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable
 
+from .registry_types import Data
+from .sparse import sparse_gaussian
 from .synthetic import synthetic_zipf
 
 
 @dataclass(frozen=True)
 class Dataset:
     name: str
-    loader: Callable  # loader(**params, rng) -> n x d array with rows in the ball of radius `radius`
+    loader: Callable  # loader(**params, rng) -> n x d array (rows in the `radius` ball) or Data
     radius: float = 1.0
     description: str = ""
 
@@ -22,7 +24,16 @@ class Dataset:
 DATASETS = {ds.name: ds for ds in [
     Dataset("synthetic_zipf", synthetic_zipf, 1.0,
             "X = ZU, centred, row norms 2^(k-N) in N Zipf(s) bins (Dong et al. §6.1)"),
+    Dataset("sparse_gaussian", sparse_gaussian, 1.0,
+            "x ~ N(0, U), U sparse (Wang & Xu §5), clipped to row_bound * sqrt(tr U)"),
 ]}
+
+
+def as_data(loaded, dataset: Dataset) -> Data:
+    """A loader's output as Data, with the dataset's radius unless the loader set one."""
+    if isinstance(loaded, Data):
+        return loaded if loaded.radius is not None else Data(loaded.X, dataset.radius, loaded.truth, loaded.info)
+    return Data(loaded, dataset.radius)
 
 
 def get_dataset(name: str) -> Dataset:

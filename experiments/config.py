@@ -71,8 +71,13 @@ class Experiment:
 
 
 def budget_from_params(point: dict):
-    """rho -> rho-zCDP; eps -> eps-DP; eps and delta -> (eps, delta)-DP."""
+    """rho -> rho-zCDP; eps -> eps-DP; eps and delta -> (eps, delta)-DP. delta may be the string
+    "1/n" (Wang & Xu's delta = 1/n, with n the grid point's sample size)."""
     given = {k for k in BUDGET_PARAMS if k in point}
+    if point.get("delta") == "1/n":
+        if "n" not in point:
+            raise ConfigError('delta = "1/n" needs a parameter n')
+        point = {**point, "delta": 1 / point["n"]}
     try:
         if given == {"rho"}:
             return ZCDP(point["rho"])
@@ -185,7 +190,7 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     except TypeError as err:
         raise ConfigError(f"figure: {err}") from None
     for axis in (figure.x, figure.panel):
-        if axis is not None and axis not in names:
+        if axis is not None and axis not in names and axis != "label":
             raise ConfigError(f"figure axis {axis!r} is not a parameter of this experiment")
 
     experiment = Experiment(

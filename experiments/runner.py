@@ -17,7 +17,7 @@ import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-from data.registry import get_dataset
+from data.registry import as_data, get_dataset
 from mechanisms.problem import CovProblem
 from mechanisms.registry import get_mechanism, release
 
@@ -43,19 +43,33 @@ def data_params(dataset_name: str, point: dict) -> dict:
     return {k: point[k] for k in get_dataset(dataset_name).param_names()}
 
 
-def build_problem(experiment: Experiment, point: dict) -> CovProblem:
+@dataclass(frozen=True)
+class Instance:
+    """A dataset instance: what mechanisms see, what errors are measured against, and columns."""
+
+    problem: CovProblem
+    truth: np.ndarray
+    info: dict
+
+
+def build_instance(experiment: Experiment, point: dict) -> Instance:
     """The dataset instance of a grid point: seeded by its data parameters only, so every trial,
     mechanism and privacy budget at these data parameters sees the same rows."""
     dataset = get_dataset(experiment.dataset)
     params = data_params(experiment.dataset, point)
     rng = generator(experiment.seed, "data", dataset.name, *params_key(params))
-    return CovProblem.from_rows(dataset.loader(**params, rng=rng), radius=dataset.radius)
+    data = as_data(dataset.loader(**params, rng=rng), dataset)
+    problem = CovProblem.from_rows(data.X, radius=data.radius)
+    truth = problem.sigma if data.truth is None else data.truth
+    return Instance(problem, truth, {"data_trace": problem.trace,
+                                     **{f"data_{k}": v for k, v in data.info.items()}})
 
 
-def run_trials(experiment: Experiment, problem: CovProblem, point: dict, trials: list[int],
+def run_trials(experiment: Experiment, instance: Instance, point: dict, trials: list[int],
                pending: dict[int, list[str]]) -> list[dict]:
     """One task: some trials of one grid point, each running its pending mechanisms."""
     budget = budget_from_params(point)
+    problem = instance.problem
     rows = []
     with threadpool_limits(limits=1):  # one level of parallelism; also makes BLAS deterministic
         for trial in trials:
@@ -70,9 +84,9 @@ def run_trials(experiment: Experiment, problem: CovProblem, point: dict, trials:
                 row = {"experiment": experiment.name, "dataset": experiment.dataset,
                        "mechanism": name, "label": get_mechanism(name).label, "trial": trial,
                        "seed": experiment.seed, **point, "budget": str(budget),
-                       "spent": str(accountant.spent), "data_trace": problem.trace}
+                       "spent": str(accountant.spent), **instance.info}
                 for metric in experiment.metrics:
-                    row[f"err_{metric}"] = METRICS[metric](estimate, problem)
+                    row[f"err_{metric}"] = METRICS[metric](estimate, instance.truth)
                 row["seconds"] = seconds
                 rows.append(row)
     return rows
@@ -111,15 +125,15 @@ def plan(experiment: Experiment, done: set[tuple]):
 
 def _tasks(experiment: Experiment, work, chunk: int):
     """Lazily build each dataset instance once, then yield its trial chunks (grid order)."""
-    cache_key, problem = None, None
+    cache_key, instance = None, None
     for point, pending in work:
         key = params_key(data_params(experiment.dataset, point))
         if key != cache_key:
-            cache_key, problem = key, build_problem(experiment, point)
+            cache_key, instance = key, build_instance(experiment, point)
         trials = sorted(pending)
         for i in range(0, len(trials), chunk):
             part = trials[i:i + chunk]
-            yield delayed(run_trials)(experiment, problem, point, part, {t: pending[t] for t in part})
+            yield delayed(run_trials)(experiment, instance, point, part, {t: pending[t] for t in part})
 
 
 def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
@@ -163,6 +177,9 @@ def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
     summary.to_csv(summary_path, index=False)
     png = pdf = None
     if make_figure and not summary.empty:
-        png, pdf = plot_summary(summary, experiment.figure, experiment.metrics[0], store.dir / "figure",
-                                title=experiment.figure.title or experiment.paper_figure)
+        for metric in reversed(experiment.metrics):  # figure.png: the first metric; others by name
+            stem = "figure" if metric == experiment.metrics[0] else f"figure_{metric}"
+            png, pdf = plot_summary(summary, experiment.figure, metric, store.dir / stem,
+                                    title=experiment.figure.title or experiment.paper_figure,
+                                    params=experiment.param_names())
     return Outputs(store.results, summary_path, png, pdf, config_path, new_rows)

@@ -20,17 +20,24 @@ METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
                  "fro_rel": r"relative error $\|\hat C - C\|_F / \|C\|_F$"}
 
 
-def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: str = ""):
-    """Draw ``metric`` (e.g. "fro") against ``figure.x``; returns the PNG and PDF paths."""
+def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: str = "",
+                 params: list[str] = ()):
+    """Draw ``metric`` (e.g. "fro") against ``figure.x``; returns the PNG and PDF paths.
+
+    One panel per value of ``figure.panel`` (a parameter, or "label" for one panel per mechanism);
+    one line per mechanism and per value of any other parameter in ``params`` that varies."""
     mean, sem = summary[f"err_{metric}_mean"], summary[f"err_{metric}_sem"]
     frame = summary.assign(_mean=mean, _low=(mean - 1.96 * sem), _high=(mean + 1.96 * sem))
     panels = sorted(frame[figure.panel].unique()) if figure.panel else [None]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     for ax, panel in zip(axes[0], panels):
         part = frame if panel is None else frame[frame[figure.panel] == panel]
-        for label, line in part.groupby("label", sort=False):
+        others = [p for p in params if p not in (figure.x, figure.panel) and part[p].nunique() > 1]
+        for key, line in part.groupby(["label", *others], sort=False):
+            key = key if isinstance(key, tuple) else (key,)
+            label = ", ".join([str(key[0])] + [f"{PRETTY.get(p, p)}={v:g}" for p, v in zip(others, key[1:])])
             line = line.sort_values(figure.x)
-            colour = STYLE.get(label)
+            colour = STYLE.get(label) if not others else None
             ax.plot(line[figure.x], line["_mean"], marker="o", ms=3, label=label, color=colour)
             low = line["_low"].where(line["_low"] > 0, line["_mean"] / 10) if figure.logy else line["_low"]
             ax.fill_between(line[figure.x], low, line["_high"], alpha=0.2, color=colour)
@@ -48,7 +55,7 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
             ax.set_title(f"{PRETTY.get(figure.panel, figure.panel)} = {panel:g}"
                          if isinstance(panel, numbers.Number) else str(panel))
         ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    axes[0][0].legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -7,8 +7,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, emcov, gaussian
-from .privacy import PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
+from . import adaptive, emcov, gaussian, thresholding
+from .privacy import ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
 from .spectral import as_matrix, clamp_eigenvalues
 
@@ -36,6 +36,10 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)"),
     Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split"),
     Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split"),
+    Mechanism("dp_threshold", "DP-Thresholding", ApproxDP, thresholding.dp_threshold, "Wang & Xu Alg. 1"),
+    Mechanism("ldp_threshold", "LDP-Thresholding", ApproxDP, thresholding.ldp_threshold, "Wang & Xu Alg. 2"),
+    Mechanism("gauss_approx", "Gaussian (ε,δ)", ApproxDP, thresholding.gauss_approx,
+              "analytic Gaussian mechanism on Sigma (Wang & Xu §4.1 baseline; Amin et al.'s G)"),
     Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)"),
 ]}
 

@@ -1,0 +1,17 @@
+"""What a loader may return besides a bare array."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Data:
+    """Rows X plus, optionally, their norm bound (overrides the dataset's), the matrix errors are
+    measured against (default: Sigma = X^T X / n) and columns to record with every result row."""
+
+    X: np.ndarray
+    radius: float | None = None
+    truth: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
