@@ -17,7 +17,9 @@ STYLE = {  # consistent colours across figures; unknown labels get matplotlib's 
 }
 PRETTY = {"rho": "ρ", "eps": "ε", "delta": "δ"}
 METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
-                 "fro_rel": r"relative error $\|\hat C - C\|_F / \|C\|_F$"}
+                 "fro_rel": r"relative error $\|\hat C - C\|_F / \|C\|_F$",
+                 "l2": r"relative $\ell_2$ error $\|\Sigma^+ - U\|_2 / \|U\|_2$",
+                 "l1": r"relative $\ell_1$ error $\|\Sigma^+ - U\|_1 / \|U\|_1$"}
 
 
 def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: str = "",
@@ -45,6 +47,9 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
             ax.set_xscale("log")
         if figure.logy:
             ax.set_yscale("log")
+            low, high = part["_mean"].min(), part["_mean"].max()
+            if low > 0 and high / low < 1.05:  # a flat panel: don't magnify rounding noise
+                ax.set_ylim(low / 2, high * 2)
         ax.set_xlabel(figure.xlabel or PRETTY.get(figure.x, figure.x))
         ax.set_ylabel(figure.ylabel or METRIC_LABELS.get(metric, f"error ({metric})"))
         ticks = sorted(part[figure.x].unique())

@@ -9,10 +9,11 @@ import argparse
 import pandas as pd
 
 
-def markdown(summary: pd.DataFrame, x: str, metric: str = "fro") -> str:
-    table = summary.pivot_table(index=x, columns="label", values=f"err_{metric}_mean", sort=False)
-    table = table[[c for c in summary["label"].drop_duplicates() if c in table]].sort_index()
-    head = f"| {x} | " + " | ".join(table.columns) + " |"
+def markdown(summary: pd.DataFrame, x: str, metric: str = "fro", columns: str = "label") -> str:
+    table = summary.pivot_table(index=x, columns=columns, values=f"err_{metric}_mean", sort=False)
+    table = table[[c for c in summary[columns].drop_duplicates() if c in table]].sort_index()
+    names = [f"{columns}={c:g}" if not isinstance(c, str) else c for c in table.columns]
+    head = f"| {x} | " + " | ".join(names) + " |"
     rule = "|---" * (len(table.columns) + 1) + "|"
     rows = [f"| {i:g} | " + " | ".join(f"{v:.3g}" for v in row) + " |" for i, row in table.iterrows()]
     return "\n".join([head, rule, *rows])
@@ -24,13 +25,15 @@ def main() -> None:
     parser.add_argument("x")
     parser.add_argument("--panel")
     parser.add_argument("--metric", default="fro")
+    parser.add_argument("--columns", default="label", help="one column per value of this (default: mechanism)")
     args = parser.parse_args()
     summary = pd.read_csv(args.summary)
     if args.panel:
         for value, part in summary.groupby(args.panel):
-            print(f"\n{args.panel} = {value:g}\n\n{markdown(part, args.x, args.metric)}")
+            value = value if isinstance(value, str) else f"{value:g}"
+            print(f"\n{args.panel} = {value}\n\n{markdown(part, args.x, args.metric, args.columns)}")
     else:
-        print(markdown(summary, args.x, args.metric))
+        print(markdown(summary, args.x, args.metric, args.columns))
 
 
 if __name__ == "__main__":
