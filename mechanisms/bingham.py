@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
+from numba import njit
 
 DEFAULT_MAX_PROPOSALS = 10_000_000
 
@@ -32,7 +32,27 @@ def acg_parameter(lam: np.ndarray) -> float:
     q = len(lam)
     if q == 1 or not np.any(lam > 0):
         return float(q)
-    return brentq(lambda b: np.sum(1.0 / (b + 2.0 * lam)) - 1.0, 1.0, float(q), xtol=1e-14, rtol=1e-14)
+    return _acg_newton(lam)
+
+
+@njit(cache=True)
+def _acg_newton(lam):
+    """g(b) = sum 1/(b + 2 lam) - 1 is convex and decreasing with g(1) >= 0 >= g(q): Newton from
+    b = 1 increases monotonically to the root without overshooting."""
+    q = len(lam)
+    b = 1.0
+    for _ in range(200):
+        g = -1.0
+        dg = 0.0
+        for x in lam:
+            w = 1.0 / (b + 2.0 * x)
+            g += w
+            dg += w * w
+        step = g / dg
+        b = min(b + step, float(q))
+        if step <= 1e-15 * b:
+            break
+    return b
 
 
 def log_acceptance(t: np.ndarray, q: int, b: float) -> np.ndarray:
@@ -60,7 +80,7 @@ def sample_bingham_eigen(lam, rng: np.random.Generator, size: int, *,
                 f"Bingham sampler: {proposals} proposals gave only {filled} of {size} draws "
                 f"(acceptance {accepted / proposals:.2e}); raise max_proposals or check A"
             )
-        batch = int(min(max_proposals - proposals, max(64, 1.2 * (size - filled) / rate)))
+        batch = int(min(max_proposals - proposals, max(8, 1.5 * (size - filled) / rate)))
         z = rng.standard_normal((batch, q)) * scale
         x = z / np.linalg.norm(z, axis=1, keepdims=True)
         t = (x * x) @ lam

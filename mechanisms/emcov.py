@@ -17,9 +17,13 @@ import numpy as np
 
 from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
 from .gaussian import gaussian_sigma
+from .secular import compress_sorted
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
 from .spectral import Spectral
+
+
+BASIS_BLOCK = 16  # see sample_eigenvectors
 
 
 def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
@@ -33,32 +37,33 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     """
     d = C.shape[0]
     thetas = np.empty((d, d))
-    basis = np.eye(d)  # P_i^T: orthonormal basis of the current subspace (columns)
-    current = C.copy()  # C_i in that basis
-    for i in range(d):
-        # Step 2a in the eigenbasis of C_i: the Bingham density exp(-u^T A u) with A = -eta_i C_i.
-        mu, vectors = np.linalg.eigh(current)
-        u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
-        rotated = basis @ vectors  # the eigenbasis of C_i in original coordinates
-        theta = rotated @ u
-        thetas[:, i] = theta / np.linalg.norm(theta)
-        if subtract is not None:  # Kapralov–Talwar: deflate by the noisy rank-one term
+    if subtract is not None:  # Kapralov–Talwar: C_(i+1) = C_i - lambda^_i theta_i theta_i^T
+        current = C.copy()
+        for i in range(d):
+            mu, vectors = np.linalg.eigh(current)
+            u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
+            thetas[:, i] = vectors @ u
             current = current - subtract[i] * np.outer(thetas[:, i], thetas[:, i])
-        elif i < d - 1:  # steps 2b-2c via the Householder reflection H = I - 2 v v^T, H u = -+e_1:
-            # columns 2..q of H span u's complement, and C_(i+1) = (H diag(mu) H)[1:, 1:].
-            v = householder_vector(u)
-            basis = rotated[:, 1:] - 2.0 * np.outer(rotated @ v, v[1:])
-            mv = mu * v
-            current = (np.diag(mu) - 2.0 * (np.outer(v, mv) + np.outer(mv, v))
-                       + 4.0 * (v @ mv) * np.outer(v, v))[1:, 1:]
+        return thetas
+    # Projection. C_i is kept as its eigen-decomposition: eigenvalues mu and, as columns of
+    # `basis` (times `pending`), its eigenvectors in original coordinates. Steps 2b-2c then need
+    # only the spectrum of diag(mu) compressed to u's complement: O(q^2) by the secular equation
+    # (mechanisms/secular.py) -- never an O(q^3) eigh per step.
+    mu, basis = np.linalg.eigh(C)
+    pending = None  # product of the W's since `basis` was last updated
+    for i in range(d):
+        # Step 2a: the Bingham density exp(-u^T A u) with A = -eta_i C_i, in C_i's eigenbasis.
+        u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
+        theta = basis @ (u if pending is None else pending @ u)
+        thetas[:, i] = theta / np.linalg.norm(theta)
+        if i < d - 1:  # steps 2b-2c
+            mu, W = compress_sorted(mu, u)
+            pending = W if pending is None else pending @ W
+            # The d x q basis absorbs the W's every BASIS_BLOCK steps; in between they multiply
+            # the smaller q_block x q product (fewer flops once q < d).
+            if pending.shape[0] - pending.shape[1] >= BASIS_BLOCK:
+                basis, pending = basis @ pending, None
     return thetas
-
-
-def householder_vector(u: np.ndarray) -> np.ndarray:
-    """v with (I - 2 v v^T) u = -sign(u_1) e_1 for a unit vector u (stable sign choice)."""
-    v = u.copy()
-    v[0] += math.copysign(1.0, u[0])
-    return v / np.linalg.norm(v)
 
 
 def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:

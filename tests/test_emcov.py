@@ -6,7 +6,8 @@ import pytest
 from scipy.stats import ortho_group
 
 from mechanisms import CovProblem, PureDP, ZCDP, Accountant, release
-from mechanisms.emcov import amin_pure, emcov_zcdp, householder_vector, sample_eigenvectors
+from mechanisms.emcov import amin_pure, emcov_zcdp, sample_eigenvectors
+from mechanisms.secular import compress_sorted
 from mechanisms.spectral import Spectral
 
 
@@ -16,14 +17,36 @@ def unit_rows(n, d, seed, rank=None):
     return X / np.linalg.norm(X, axis=1, keepdims=True) * rng.uniform(0.3, 1, (n, 1))
 
 
-def test_householder_reflection_maps_u_to_an_axis():
-    for seed, q in [(0, 2), (1, 5), (2, 40)]:
-        u = np.random.default_rng(seed).standard_normal(q)
-        u /= np.linalg.norm(u)
-        v = householder_vector(u)
-        H = np.eye(q) - 2 * np.outer(v, v)
-        assert np.allclose(H @ u, -np.sign(u[0]) * np.eye(q)[0])
-        assert np.allclose(H[:, 1:].T @ H[:, 1:], np.eye(q - 1)) and np.allclose(H[:, 1:].T @ u, 0)
+def compressed_spectrum(mu, u):
+    """Reference: eigenvalues of diag(mu) restricted to u's complement, by eigh."""
+    from scipy.linalg import null_space
+    P = null_space(u[None, :])
+    return np.linalg.eigvalsh(P.T @ np.diag(mu) @ P)
+
+
+@pytest.mark.parametrize("case", ["distinct", "repeated", "zero_u", "all_equal", "rank_deficient", "q2"])
+def test_secular_compression_against_eigh(case):
+    rng = np.random.default_rng(abs(hash(case)) % 2**32)
+    q = 2 if case == "q2" else 60
+    mu = np.sort(rng.exponential(1.0, q))
+    u = rng.standard_normal(q)
+    if case == "repeated":
+        mu = np.sort(np.repeat(mu[: q // 3], 3))
+    if case == "zero_u":
+        u[::4] = 0.0
+    if case == "all_equal":
+        mu = np.full(q, 2.5)
+    if case == "rank_deficient":
+        mu[: q // 2] = 0.0
+        mu = np.sort(mu)
+    u /= np.linalg.norm(u)
+    new_mu, W = compress_sorted(mu, u)
+    assert W.shape == (q, q - 1) and np.all(np.diff(new_mu) >= 0)
+    assert np.allclose(W.T @ W, np.eye(q - 1), atol=1e-12)
+    assert np.abs(W.T @ u).max() < 1e-12
+    assert np.allclose(W.T @ np.diag(mu) @ W, np.diag(new_mu), atol=1e-12)
+    assert np.allclose(new_mu, compressed_spectrum(mu, u), atol=1e-12)
+    assert np.all(new_mu >= mu[:-1] - 1e-12) and np.all(new_mu <= mu[1:] + 1e-12)  # interlacing
 
 
 def test_compressions_match_the_pseudocode(monkeypatch):
