@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import laplace
 from .gaussian import gauss_noisy, gaussian_sigma, separate_noisy
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
@@ -97,6 +98,11 @@ def private_radius_exponent(problem: CovProblem, eps: float, beta: float, max_ha
 PAPER_SPLIT = {"radius": 1 / 8, "trace": 1 / 8, "svt": 1 / 4}  # the rest goes to the covariance
 
 
+def _svt_eps(budget) -> float:
+    """The eps of an eps-DP step that costs ``budget``: eps^2/2 = rho under zCDP."""
+    return math.sqrt(2 * budget.rho) if isinstance(budget, ZCDP) else budget.eps
+
+
 def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                  beta: float = 0.1, radius: str = "private", split: dict | None = None,
                  separate_noise_factor: float = 1.0) -> np.ndarray | Spectral:
@@ -106,7 +112,11 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     experiments, whose data have 0.5 <= rad(X) <= 1) and gives PrivRadius's share to the covariance.
     split: budget fractions {radius, trace, svt}; the covariance step gets the rest (paper: 1/8,
     1/8, 1/4, 1/2). separate_noise_factor multiplies the SeparateNoise prediction (paper: 1; the
-    public code uses 1/6).
+    public code uses 1/6; 1/14 in its pure-DP version).
+
+    Under a PureDP accountant this is the eps-DP AdaptiveCov of Dong Appendix I: LapCov and
+    SeparateCov with Laplace noise, a Laplace tail bound for the trace, the same SVT and PrivRadius
+    (already pure), with the split read as fractions of eps.
     """
     if radius not in ("private", "known"):
         raise ValueError(f"radius must be 'private' or 'known', got {radius!r}")
@@ -122,13 +132,16 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     cov_fraction = 1 - sum(split.values())
     if cov_fraction <= 0 or split["trace"] <= 0 or split["svt"] <= 0:
         raise ValueError(f"split {split} leaves no budget for a step")
-    total: ZCDP = accountant.total
+    total = accountant.total
+    pure = isinstance(total, PureDP)
+    predict_gauss, predict_separate = (laplace.lap_noise, laplace.separate_lap_noise) if pure \
+        else (gauss_noise, separate_noise)
     n, d = problem.n, problem.d
     halvings = min(d * n, MAX_HALVINGS)
 
     # Step 1: r~ = PrivRadius(X, sqrt(rho)/2, beta/8, 2^-2dn) -- or the declared radius.
     if radius == "private":
-        eps_radius = math.sqrt(2 * total.rho * split["radius"])
+        eps_radius = _svt_eps(total.scaled(split["radius"]))
         m0 = private_radius_exponent(problem, eps_radius, beta / 8, min(2 * d * n, MAX_HALVINGS),
                                      accountant, rng)
     else:
@@ -138,10 +151,14 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
         return np.zeros((d, d))
     # Steps 2-4: X~ = Clip(X, r~); a private upper bound on tr(X~) (sensitivity r~^2 / n).
     trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
-    sd = gaussian_sigma(r_tilde**2 / n, trace_budget)
     clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
-    trace_hat = min(clipped_trace + sd * rng.standard_normal() + sd * math.sqrt(2 * math.log(8 / beta)),
-                    r_tilde**2)
+    if pure:  # Laplace mechanism and its one-sided tail: P(Lap(b) > b log(4/beta)) = beta/8
+        b = r_tilde**2 / (n * trace_budget.eps)
+        noisy_trace = clipped_trace + rng.laplace(scale=b) + b * math.log(4 / beta)
+    else:  # Gaussian mechanism and its tail: P(N(0, sd^2) > sd sqrt(2 log(8/beta))) <= beta/8
+        sd = gaussian_sigma(r_tilde**2 / n, trace_budget)
+        noisy_trace = clipped_trace + sd * rng.standard_normal() + sd * math.sqrt(2 * math.log(8 / beta))
+    trace_hat = min(noisy_trace, r_tilde**2)
     # Step 5: SVT over Diff(X~, tr^, tau, rho_cov, beta/2), tau = r~, r~/2, ..., threshold 0.
     cov_budget = total.scaled(cov_fraction)
     exponents, counts = problem.clipped_counts(m0)
@@ -152,19 +169,21 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
         tau = np.ldexp(problem.radius, -m)
         clipped = exponents[None, :] < m[:, None]
         bias = (clipped * counts * (upper2[None, :] - (tau**2)[:, None])).sum(axis=1) / n
-        noise = np.minimum(gauss_noise(tau, n, d, cov_budget, beta / 2),
-                           separate_noise_factor * separate_noise(trace_hat, tau, n, d, cov_budget, beta / 2))
+        noise = np.minimum(predict_gauss(tau, n, d, cov_budget, beta / 2),
+                           separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2))
         return n * (bias - noise) / r_tilde**2  # sensitivity 1 (Bias has sensitivity r~^2 / n)
 
-    k = above_threshold(diff, halvings, 0.0, math.sqrt(2 * total.rho * split["svt"]),
+    k = above_threshold(diff, halvings, 0.0, _svt_eps(total.scaled(split["svt"])),
                         accountant, rng, "AdaptiveCov: SVT")
     # Step 6: tau~ = min(2^(t~+1), r~) = r~ 2^-max(k-2, 0), the last tau before the crossing.
     m = m0 + max(k - 2, 0)
     tau = problem.tau(m)
     # Steps 7-10: the better predicted mechanism on Clip(X, tau~), at the remaining budget.
     moment = problem.clipped_sigma(m)
-    if separate_noise_factor * separate_noise(trace_hat, tau, n, d, cov_budget, beta / 2) >= \
-            gauss_noise(tau, n, d, cov_budget, beta / 2):
-        return gauss_noisy(moment, tau, n, cov_budget, accountant, rng)
     eigenvalues = problem.eigenvalues if m == 0 else None
-    return separate_noisy(moment, eigenvalues, tau, n, cov_budget, accountant, rng)
+    if separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2) >= \
+            predict_gauss(tau, n, d, cov_budget, beta / 2):
+        release_plain = laplace.lap_noisy if pure else gauss_noisy
+        return release_plain(moment, tau, n, cov_budget, accountant, rng)
+    release_separate = laplace.separate_lap_noisy if pure else separate_noisy
+    return release_separate(moment, eigenvalues, tau, n, cov_budget, accountant, rng)

@@ -90,3 +90,24 @@ def clip_separate_cov(problem: CovProblem, accountant: Accountant, rng: np.rando
 def zero_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
     """The zero matrix: data-independent, spends nothing; its error is ||Sigma||_F <= tr."""
     return np.zeros((problem.d, problem.d))
+
+
+def project_eigenvalues(values: np.ndarray, total: float) -> np.ndarray:
+    """Euclidean projection of ``values`` onto {u >= 0, sum u <= total} (Dong Lemma 11)."""
+    positive = np.maximum(values, 0.0)
+    if positive.sum() <= total:
+        return positive
+    # Onto the simplex {u >= 0, sum u = total}: u = max(v - theta, 0) with the sort-based theta.
+    v = np.sort(values)[::-1]
+    cumulative = np.cumsum(v) - total
+    k = np.nonzero(v - cumulative / np.arange(1, len(v) + 1) > 0)[0][-1]
+    return np.maximum(values - cumulative[k] / (k + 1), 0.0)
+
+
+def projection_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+    """The projection mechanism (Dong Appendix E): GaussCov, then the Frobenius-nearest covariance of
+    some dataset in the r-ball, {PSD, tr <= r^2}: one eigendecomposition and the eigenvalue
+    projection of Lemma 11 (post-processing, so rho-zCDP)."""
+    noisy = gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng)
+    values, vectors = np.linalg.eigh(noisy)
+    return Spectral(project_eigenvalues(values, problem.radius**2), vectors)

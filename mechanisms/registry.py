@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, emcov, gaussian, thresholding
+from . import adaptive, emcov, gaussian, laplace, thresholding
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
 from .spectral import as_matrix, clamp_eigenvalues
@@ -32,7 +32,14 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2"),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1"),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1"),
-    Mechanism("zero", "Zero", ZCDP, gaussian.zero_cov, "baseline: the zero matrix"),
+    Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E"),
+    # Spends nothing, so it meets every notion (PureDP is the strongest).
+    Mechanism("zero", "Zero", PureDP, gaussian.zero_cov, "baseline: the zero matrix"),
+    Mechanism("lap", "LapCov", PureDP, laplace.lap_cov, "Dong et al. 2022 App. I"),
+    Mechanism("separate_lap", "SeparateCov", PureDP, laplace.separate_lap_cov, "Dong et al. 2022 App. I"),
+    Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I"),
+    Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
+              "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split"),
     Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)"),
     Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split"),
     Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split"),

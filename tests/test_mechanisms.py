@@ -242,9 +242,11 @@ def test_zcdp_mechanism_under_approx_dp_target_spends_the_converted_rho(problem,
     assert acc.spent.to_approx_dp(1e-6).eps <= 1.0 * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("name, options", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("name, options", [c for c in CASES if c[0] != "zero"],
+                         ids=[i for c, i in zip(CASES, CASE_IDS) if c[0] != "zero"])
 def test_zcdp_mechanism_refuses_a_pure_dp_target(problem, name, options):
-    # zCDP never implies pure DP: budget_guaranteeing has no answer, so release raises
+    # zCDP never implies pure DP: budget_guaranteeing has no answer, so release raises (the zero
+    # matrix spends nothing and is registered as pure DP: tests/test_pure.py)
     with pytest.raises(ValueError, match="cannot meet a PureDP guarantee"):
         run(name, problem, options, budget=PureDP(0.8))
 

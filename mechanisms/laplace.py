@@ -1,0 +1,87 @@
+"""Pure eps-DP mechanisms of Dong, Liang & Yi 2022, Appendix I: LapCov and SeparateCov with
+Laplace noise, plus the Laplace concentration bounds AdaptiveCov's noise prediction needs."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .privacy import PureDP, Accountant
+from .problem import CovProblem
+from .spectral import Spectral
+
+# Constant taken for the unspecified O(log(1/beta) log d) terms of Lemmas 16-18 (our choice).
+TAIL_CONSTANT = 2.0
+
+
+def symmetric_laplace(d: int, rng: np.random.Generator) -> np.ndarray:
+    """W ~ SLW(d): iid Lap(1) on and above the diagonal, mirrored below (Appendix I)."""
+    upper = np.triu(rng.laplace(size=(d, d)))
+    return upper + np.triu(upper, 1).T
+
+
+def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
+              accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """Sigma + sqrt(2) d r^2 / (eps n) SLW: the upper triangle of Sigma has l1-sensitivity
+    sqrt(2) d r^2 / n (Lemma 12: ||x||_2 <= r gives ||x||_1 <= sqrt(d) r)."""
+    accountant.spend(budget, "LapCov: noisy covariance")
+    d = sigma.shape[0]
+    return sigma + math.sqrt(2) * d * row_bound**2 / (budget.eps * n) * symmetric_laplace(d, rng)
+
+
+def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
+                       budget: PureDP, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+    """SeparateCov under eps-DP: eigenvalues + Lap(2 r^2 / (n eps/2)) (l1-sensitivity 2 r^2 / n,
+    Lemma 13), eigenvectors of LapCov at eps/2, paired in descending order."""
+    half = budget.scaled(0.5)
+    if eigenvalues is None:
+        eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
+    accountant.spend(half, "SeparateCov (Laplace): eigenvalues")
+    noisy_values = eigenvalues + rng.laplace(scale=2 * row_bound**2 / (n * half.eps), size=len(eigenvalues))
+    _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng))
+    return Spectral(noisy_values, vectors[:, ::-1])
+
+
+def lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """LapCov (Appendix I)."""
+    return lap_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng)
+
+
+def separate_lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+    """SeparateCov with Laplace noise (Appendix I)."""
+    return separate_lap_noisy(problem.sigma, problem.eigenvalues, problem.radius, problem.n,
+                              accountant.total, accountant, rng)
+
+
+def _tail(d: int, beta: float) -> float:
+    return TAIL_CONSTANT * math.log(2 / beta) * max(math.log(d), 1.0)
+
+
+def lap_vector_bound(d: int, beta: float) -> float:
+    """||Y||_2 for Y ~ Lap(1)^d (Lemma 16): 3/2 sqrt(d) + O(log(1/beta) log d)."""
+    return 1.5 * math.sqrt(d) + _tail(d, beta)
+
+
+def lap_spectral_bound(d: int, beta: float) -> float:
+    """||W||_2 for W ~ SLW(d) (Lemma 17): 3 sqrt(d) + O(log(1/beta) log d)."""
+    return 3 * math.sqrt(d) + _tail(d, beta)
+
+
+def lap_frobenius_bound(d: int, beta: float) -> float:
+    """||W||_F for W ~ SLW(d) (Lemma 18; E||W||_F^2 <= 2 d^2): sqrt(2) d + O(log(1/beta) log d)."""
+    return math.sqrt(2) * d + _tail(d, beta)
+
+
+def lap_noise(tau, n: int, d: int, budget: PureDP, beta: float):
+    """Predicted ClipLapCov error at threshold tau: tau^2 sqrt(2) d / (eps n) ||W||_F bound."""
+    return np.square(tau) * math.sqrt(2) * d / (budget.eps * n) * lap_frobenius_bound(d, beta)
+
+
+def separate_lap_noise(trace: float, tau, n: int, d: int, budget: PureDP, beta: float):
+    """Predicted ClipSeparateCov (Laplace) error: 2 sqrt(tr B_vec) + B_val, the structure of Dong's
+    Theorem 1 with B_vec (eigenvector-noise spectral norm) and B_val (eigenvalue-noise norm) from
+    the Laplace bounds at eps/2 each, scaled to rows in the tau-ball."""
+    half = budget.eps / 2
+    b_vec = math.sqrt(2) * d / (half * n) * lap_spectral_bound(d, beta / 2)
+    b_val = 2 / (half * n) * lap_vector_bound(d, beta / 2)
+    return 2 * np.asarray(tau) * math.sqrt(max(trace, 0.0) * b_vec) + np.square(tau) * b_val
