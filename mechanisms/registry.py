@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, emcov, gaussian, laplace, thresholding
+from . import adaptive, coinpress, emcov, gaussian, laplace, thresholding
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
 from .spectral import as_matrix, clamp_eigenvalues
@@ -33,6 +33,8 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1"),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1"),
     Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E"),
+    Mechanism("coinpress", "CoinPress (t=1)", ZCDP, coinpress.coinpress_cov,
+              "Biswas et al. 2020 (MVC), one iteration from Sigma; an extra line in Fig. 3"),
     # Spends nothing, so it meets every notion (PureDP is the strongest).
     Mechanism("zero", "Zero", PureDP, gaussian.zero_cov, "baseline: the zero matrix"),
     Mechanism("lap", "LapCov", PureDP, laplace.lap_cov, "Dong et al. 2022 App. I"),
