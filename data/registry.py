@@ -1,4 +1,5 @@
-"""Name -> dataset loader. A loader takes its parameters as keywords plus ``rng`` and returns X."""
+"""Name -> dataset loader. A loader takes its parameters as keywords plus ``rng`` (and ``data_dir``
+when it reads files) and returns X or Data."""
 from __future__ import annotations
 
 import inspect
@@ -10,6 +11,9 @@ from .sparse import sparse_gaussian
 from .synthetic import synthetic_zipf
 
 
+LOADER_CONTEXT = ("rng", "data_dir")  # loader arguments that are not dataset parameters
+
+
 @dataclass(frozen=True)
 class Dataset:
     name: str
@@ -18,7 +22,12 @@ class Dataset:
     description: str = ""
 
     def param_names(self) -> list[str]:
-        return [p for p in inspect.signature(self.loader).parameters if p != "rng"]
+        return [p for p in inspect.signature(self.loader).parameters if p not in LOADER_CONTEXT]
+
+    def load(self, params: dict, rng, data_dir=None) -> Data:
+        """The loader's output as Data; ``data_dir`` goes to loaders of files (data/files.py)."""
+        context = {"data_dir": data_dir} if "data_dir" in inspect.signature(self.loader).parameters else {}
+        return as_data(self.loader(**params, rng=rng, **context), self)
 
 
 DATASETS = {ds.name: ds for ds in [

@@ -52,6 +52,7 @@ class Experiment:
     clamp_eigenvalues: bool = True
     scale: str = "paper"
     paper_figure: str = ""
+    data_dir: str | None = None  # where real-data files are looked for first (data/files.py)
     resolved: dict = field(default_factory=dict, compare=False)  # the config as run (for config.yaml)
 
     def grid(self) -> list[dict]:
@@ -198,7 +199,8 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         mechanism_options={k: dict(v or {}) for k, v in options.items()},
         metrics=list(raw["metrics"]), trials=raw["trials"], n_jobs=raw["n_jobs"], seed=raw["seed"],
         output_dir=str(raw["output_dir"]), figure=figure, clamp_eigenvalues=raw["clamp_eigenvalues"],
-        scale=raw["scale"], paper_figure=raw.get("paper_figure", ""), resolved=raw,
+        scale=raw["scale"], paper_figure=raw.get("paper_figure", ""),
+        data_dir=raw.get("data_dir"), resolved=raw,
     )
     for point in experiment.grid():
         budget_from_params(point)

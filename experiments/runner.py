@@ -17,7 +17,7 @@ import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-from data.registry import as_data, get_dataset
+from data.registry import get_dataset
 from mechanisms.problem import CovProblem
 from mechanisms.registry import get_mechanism, release
 
@@ -58,7 +58,7 @@ def build_instance(experiment: Experiment, point: dict) -> Instance:
     dataset = get_dataset(experiment.dataset)
     params = data_params(experiment.dataset, point)
     rng = generator(experiment.seed, "data", dataset.name, *params_key(params))
-    data = as_data(dataset.loader(**params, rng=rng), dataset)
+    data = dataset.load(params, rng, experiment.data_dir)
     problem = CovProblem.from_rows(data.X, radius=data.radius)
     truth = problem.sigma if data.truth is None else data.truth
     return Instance(problem, truth, {"data_trace": problem.trace,
