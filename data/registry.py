@@ -3,12 +3,13 @@ when it reads files) and returns X or Data."""
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from .registry_types import Data
 from .sparse import sparse_gaussian
 from .synthetic import synthetic_zipf
+from .uci import uci
 
 
 LOADER_CONTEXT = ("rng", "data_dir")  # loader arguments that are not dataset parameters
@@ -35,13 +36,14 @@ DATASETS = {ds.name: ds for ds in [
             "X = ZU, centred, row norms 2^(k-N) in N Zipf(s) bins (Dong et al. §6.1)"),
     Dataset("sparse_gaussian", sparse_gaussian, 1.0,
             "x ~ N(0, U), U sparse (Wang & Xu §5), clipped to row_bound * sqrt(tr U)"),
+    Dataset("uci", uci, 1.0, "UCI wine | airfoil | adult (Amin et al. §4), min-max, rows / max norm"),
 ]}
 
 
 def as_data(loaded, dataset: Dataset) -> Data:
     """A loader's output as Data, with the dataset's radius unless the loader set one."""
     if isinstance(loaded, Data):
-        return loaded if loaded.radius is not None else Data(loaded.X, dataset.radius, loaded.truth, loaded.info)
+        return loaded if loaded.radius is not None else replace(loaded, radius=dataset.radius)
     return Data(loaded, dataset.radius)
 
 

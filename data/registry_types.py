@@ -9,9 +9,11 @@ import numpy as np
 @dataclass(frozen=True)
 class Data:
     """Rows X plus, optionally, their norm bound (overrides the dataset's), the matrix errors are
-    measured against (default: Sigma = X^T X / n) and columns to record with every result row."""
+    measured against (default: Sigma = X^T X / n), the column ridge models predict (regression
+    metrics) and columns to record with every result row."""
 
     X: np.ndarray
     radius: float | None = None
     truth: np.ndarray | None = None
+    target: int | None = None
     info: dict = field(default_factory=dict)

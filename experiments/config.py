@@ -36,6 +36,18 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Line:
+    """One mechanism line of an experiment: a registered mechanism, or a variant of one (config
+    ``variants``) with its own label, options and budget parameters (e.g. Amin's G-16 = the
+    Gaussian mechanism with delta = 1e-16 on top of the grid point's eps)."""
+
+    mechanism: str
+    label: str
+    options: dict
+    budget: dict  # budget parameters that override the grid point's
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     dataset: str
@@ -53,6 +65,8 @@ class Experiment:
     scale: str = "paper"
     paper_figure: str = ""
     data_dir: str | None = None  # where real-data files are looked for first (data/files.py)
+    ridge_alpha: float | None = None  # ridge regularisation for the reg metrics (Amin §1.1)
+    variants: dict = field(default_factory=dict)  # name -> Line for names that are not mechanisms
     resolved: dict = field(default_factory=dict, compare=False)  # the config as run (for config.yaml)
 
     def grid(self) -> list[dict]:
@@ -64,11 +78,25 @@ class Experiment:
     def param_names(self) -> list[str]:
         return list(self.params) + [k for k in self.sweep if k not in self.params]
 
+    def line(self, name: str) -> Line:
+        if name in self.variants:
+            return self.variants[name]
+        return Line(name, get_mechanism(name).label, self.mechanism_options.get(name, {}), {})
+
+    def budget(self, name: str, point: dict):
+        """The privacy budget line ``name`` runs at, at grid point ``point``."""
+        return budget_from_params({**point, **self.line(name).budget})
+
     def fingerprint(self) -> dict:
         """What must match for results in one output directory to be comparable (resume)."""
-        return {"seed": self.seed, "dataset": self.dataset, "params": sorted(self.param_names()),
-                "metrics": list(self.metrics), "mechanism_options": self.mechanism_options,
-                "clamp_eigenvalues": self.clamp_eigenvalues}
+        fingerprint = {"seed": self.seed, "dataset": self.dataset, "params": sorted(self.param_names()),
+                       "metrics": list(self.metrics), "mechanism_options": self.mechanism_options,
+                       "clamp_eigenvalues": self.clamp_eigenvalues}
+        if self.variants:
+            fingerprint["variants"] = {k: vars(v) for k, v in self.variants.items()}
+        if self.ridge_alpha is not None:
+            fingerprint["ridge_alpha"] = self.ridge_alpha
+        return fingerprint
 
 
 def budget_from_params(point: dict):
@@ -166,9 +194,11 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     if len(set(mechanisms)) != len(mechanisms):
         raise ConfigError(f"mechanisms has repeated names: {mechanisms}")
     options = raw.get("mechanism_options") or {}
+    variants = _variants(raw.get("variants") or {})
     try:
         for mech in mechanisms:
-            get_mechanism(mech)
+            if mech not in variants:
+                get_mechanism(mech)
         for mech, opts in options.items():
             check_options(mech, opts or {})
         check_metrics(raw.get("metrics") or [])
@@ -176,6 +206,12 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         raise ConfigError(str(err)) from None
     if not raw.get("metrics"):
         raise ConfigError("metrics must name at least one metric")
+    ridge_alpha = raw.get("ridge_alpha")
+    if ridge_alpha is not None and (isinstance(ridge_alpha, bool) or not isinstance(ridge_alpha, (int, float))
+                                    or not ridge_alpha > 0):
+        raise ConfigError(f"ridge_alpha must be a number > 0, got {ridge_alpha!r}")
+    if {"reg", "reg_w"} & set(raw["metrics"]) and ridge_alpha is None:
+        raise ConfigError("metrics reg/reg_w evaluate ridge models: set ridge_alpha (e.g. ridge_alpha=0.001)")
 
     for key, low in (("trials", 1), ("seed", 0)):
         if isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < low:
@@ -200,11 +236,38 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         metrics=list(raw["metrics"]), trials=raw["trials"], n_jobs=raw["n_jobs"], seed=raw["seed"],
         output_dir=str(raw["output_dir"]), figure=figure, clamp_eigenvalues=raw["clamp_eigenvalues"],
         scale=raw["scale"], paper_figure=raw.get("paper_figure", ""),
-        data_dir=raw.get("data_dir"), resolved=raw,
+        data_dir=raw.get("data_dir"), ridge_alpha=ridge_alpha,
+        variants={k: v for k, v in variants.items() if k in mechanisms}, resolved=raw,
     )
     for point in experiment.grid():
-        budget_from_params(point)
+        for name in experiment.mechanisms:
+            experiment.budget(name, point)
     return experiment
+
+
+VARIANT_KEYS = {"mechanism", "label", "options", "budget"}
+
+
+def _variants(raw: dict) -> dict[str, Line]:
+    """Validate ``variants: {name: {mechanism, label, options, budget}}``."""
+    variants = {}
+    for name, spec in raw.items():
+        spec = dict(spec or {})
+        unknown = sorted(set(spec) - VARIANT_KEYS)
+        if unknown or "mechanism" not in spec:
+            raise ConfigError(f"variant {name!r} needs 'mechanism' and may set {sorted(VARIANT_KEYS)}; "
+                              f"got {sorted(spec)}")
+        try:
+            mechanism = get_mechanism(spec["mechanism"])
+            check_options(mechanism.name, spec.get("options") or {})
+        except ValueError as err:
+            raise ConfigError(f"variant {name!r}: {err}") from None
+        budget = dict(spec.get("budget") or {})
+        if set(budget) - set(BUDGET_PARAMS):
+            raise ConfigError(f"variant {name!r}: budget may set {BUDGET_PARAMS}, got {sorted(budget)}")
+        variants[name] = Line(mechanism.name, str(spec.get("label", name)), dict(spec.get("options") or {}),
+                              budget)
+    return variants
 
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"

@@ -19,10 +19,11 @@ from threadpoolctl import threadpool_limits
 
 from data.registry import get_dataset
 from mechanisms.problem import CovProblem
-from mechanisms.registry import get_mechanism, release
+from mechanisms.regression import RidgeTask
+from mechanisms.registry import release
 
-from .config import Experiment, budget_from_params
-from .metrics import METRICS
+from .config import Experiment
+from .metrics import evaluate
 from .seeding import canonical, generator, params_key
 from .store import ResultsStore
 
@@ -59,7 +60,10 @@ def build_instance(experiment: Experiment, point: dict) -> Instance:
     params = data_params(experiment.dataset, point)
     rng = generator(experiment.seed, "data", dataset.name, *params_key(params))
     data = dataset.load(params, rng, experiment.data_dir)
-    problem = CovProblem.from_rows(data.X, radius=data.radius)
+    ridge = None
+    if experiment.ridge_alpha is not None and data.target is not None:
+        ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
+    problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge)
     truth = problem.sigma if data.truth is None else data.truth
     return Instance(problem, truth, {"data_trace": problem.trace,
                                      **{f"data_{k}": v for k, v in data.info.items()}})
@@ -68,25 +72,25 @@ def build_instance(experiment: Experiment, point: dict) -> Instance:
 def run_trials(experiment: Experiment, instance: Instance, point: dict, trials: list[int],
                pending: dict[int, list[str]]) -> list[dict]:
     """One task: some trials of one grid point, each running its pending mechanisms."""
-    budget = budget_from_params(point)
     problem = instance.problem
     rows = []
     with threadpool_limits(limits=1):  # one level of parallelism; also makes BLAS deterministic
         for trial in trials:
             for name in pending[trial]:
+                line, budget = experiment.line(name), experiment.budget(name, point)
                 rng = generator(experiment.seed, "trial", experiment.dataset, *params_key(point),
                                 trial, name)
                 start = time.perf_counter()
-                estimate, accountant = release(
-                    name, problem, budget, rng, options=experiment.mechanism_options.get(name, {}),
-                    clamp=experiment.clamp_eigenvalues)
+                estimate, accountant = release(line.mechanism, problem, budget, rng, options=line.options,
+                                               clamp=experiment.clamp_eigenvalues)
                 seconds = time.perf_counter() - start
                 row = {"experiment": experiment.name, "dataset": experiment.dataset,
-                       "mechanism": name, "label": get_mechanism(name).label, "trial": trial,
+                       "mechanism": name, "label": line.label, "trial": trial,
                        "seed": experiment.seed, **point, "budget": str(budget),
                        "spent": str(accountant.spent), **instance.info}
                 for metric in experiment.metrics:
-                    row[f"err_{metric}"] = METRICS[metric](estimate, instance.truth)
+                    row[f"err_{metric}"] = evaluate(metric, estimate, instance.truth, problem.sigma,
+                                                    problem.ridge)
                 row["seconds"] = seconds
                 rows.append(row)
     return rows

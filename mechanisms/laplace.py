@@ -53,6 +53,16 @@ def separate_lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random
                               accountant.total, accountant, rng)
 
 
+def amin_laplace_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """Amin et al.'s L baseline: C + Lap(2d/eps) entries, symmetric (upper triangle mirrored), i.e.
+    Sigma + 2 d r^2 / (eps n) SLW. The entries of xx^T sum to ||x||_1^2 <= d r^2 in absolute value,
+    so C's upper triangle has l1-sensitivity <= 2 d r^2 (looser than Lemma 12's sqrt(2) d r^2: kept
+    as the paper calibrates it)."""
+    budget: PureDP = accountant.spend(accountant.total, "L: noisy covariance")
+    d = problem.d
+    return problem.sigma + 2 * d * problem.radius**2 / (budget.eps * problem.n) * symmetric_laplace(d, rng)
+
+
 def _tail(d: int, beta: float) -> float:
     return TAIL_CONSTANT * math.log(2 / beta) * max(math.log(d), 1.0)
 

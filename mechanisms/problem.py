@@ -55,9 +55,10 @@ class CovProblem:
     band_counts: np.ndarray  # rows per band
     band_moments: np.ndarray  # S_j, shape (bands, d, d)
     band_directions: np.ndarray  # T_j, shape (bands, d, d)
+    ridge: object = None  # a regression.RidgeTask when the experiment evaluates ridge models
 
     @classmethod
-    def from_rows(cls, X, radius: float = 1.0) -> "CovProblem":
+    def from_rows(cls, X, radius: float = 1.0, ridge=None) -> "CovProblem":
         X = validate_rows(X, radius)
         n, d = X.shape
         norms = np.linalg.norm(X, axis=1)
@@ -77,7 +78,7 @@ class CovProblem:
         sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
         sigma = (sigma + sigma.T) / 2
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
-        return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions)
+        return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions, ridge)
 
     @property
     def trace(self) -> float:

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, coinpress, emcov, gaussian, laplace, thresholding
+from . import adaptive, coinpress, emcov, gaussian, laplace, regression, thresholding
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
 from .spectral import as_matrix, clamp_eigenvalues
@@ -50,6 +50,9 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("gauss_approx", "Gaussian (ε,δ)", ApproxDP, thresholding.gauss_approx,
               "analytic Gaussian mechanism on Sigma (Wang & Xu §4.1 baseline; Amin et al.'s G)"),
     Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)"),
+    Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C"),
+    Mechanism("output_perturbation", "Output pert.", PureDP, regression.output_perturbation,
+              "Chaudhuri et al. 2011 output perturbation of the ridge model (Amin et al. App. C)"),
 ]}
 
 
@@ -79,6 +82,8 @@ def release(name: str, problem: CovProblem, budget: Budget, rng: np.random.Gener
     check_options(name, options)
     accountant = Accountant(budget_guaranteeing(budget, mechanism.notion))
     estimate = mechanism.fn(problem, accountant, rng, **options)
+    if isinstance(estimate, regression.RidgeRelease):
+        return estimate, accountant
     if clamp:
         return clamp_eigenvalues(estimate, 0.0, problem.radius**2), accountant
     return as_matrix(estimate), accountant
