@@ -6,6 +6,7 @@ Lookup order for a file ``<folder>/<name>`` (first hit wins):
   4. the user cache directory (``DPCOV_CACHE``, else ``$XDG_CACHE_HOME/dpcov``, else ``~/.cache/dpcov``).
 A file that is nowhere is downloaded into the cache directory from its original public source
 (when the network allows) and verified; a file whose SHA-256 does not match is rejected, not used.
+A file with no known checksum (``sha256=None``) is accepted as found; its loader records the digest.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class DataFileError(FileNotFoundError):
 class DataFile:
     folder: str  # sub-directory of a data directory, e.g. "mnist"
     name: str  # file name, e.g. "train-images-idx3-ubyte.gz"
-    sha256: str
+    sha256: str | None  # None: no checksum known -- accepted unverified (the caller records the digest)
     urls: tuple[str, ...] = ()  # original public sources, tried in order
     how_to_get: str = ""  # shown when the file cannot be found or fetched
 
@@ -76,6 +77,8 @@ def sha256sum(path: Path) -> str:
 
 
 def verify(path: Path, file: DataFile) -> Path:
+    if file.sha256 is None:  # no published checksum: accept; the loader records sha256sum(path)
+        return path
     actual = sha256sum(path)
     if actual != file.sha256:
         raise DataFileError(
