@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from .mnist import mnist
 from .registry_types import Data
 from .sparse import sparse_gaussian
 from .synthetic import synthetic_zipf
@@ -36,6 +37,8 @@ DATASETS = {ds.name: ds for ds in [
             "X = ZU, centred, row norms 2^(k-N) in N Zipf(s) bins (Dong et al. §6.1)"),
     Dataset("sparse_gaussian", sparse_gaussian, 1.0,
             "x ~ N(0, U), U sparse (Wang & Xu §5), clipped to row_bound * sqrt(tr U)"),
+    Dataset("mnist", mnist, 1.0,
+            "MNIST training images, x = pixels/(255*28), d = 784; one digit or all; n-row subsample"),
     Dataset("uci", uci, 1.0, "UCI wine | airfoil | adult (Amin et al. §4), min-max, rows / max norm"),
 ]}
 
