@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .mnist import mnist
+from .news import news
 from .registry_types import Data
 from .sparse import sparse_gaussian
 from .synthetic import synthetic_zipf
@@ -39,6 +40,8 @@ DATASETS = {ds.name: ds for ds in [
             "x ~ N(0, U), U sparse (Wang & Xu §5), clipped to row_bound * sqrt(tr U)"),
     Dataset("mnist", mnist, 1.0,
             "MNIST training images, x = pixels/(255*28), d = 784; one digit or all; n-row subsample"),
+    Dataset("news", news, 1.0,
+            "News Commentary (v16, else a v8 sentence subset), hashed to d buckets, rows scaled unit|max"),
     Dataset("uci", uci, 1.0, "UCI wine | airfoil | adult (Amin et al. §4), min-max, rows / max norm"),
 ]}
 
