@@ -17,3 +17,6 @@ class Data:
     truth: np.ndarray | None = None
     target: int | None = None
     info: dict = field(default_factory=dict)
+    # The raw rows before any clipping to ``radius``, for mechanisms that need no norm bound (e.g. the
+    # stable covariance estimator, mechanisms/stable.py); None for every other dataset.
+    rows_unbounded: np.ndarray | None = None

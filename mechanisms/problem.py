@@ -56,9 +56,12 @@ class CovProblem:
     band_moments: np.ndarray  # S_j, shape (bands, d, d)
     band_directions: np.ndarray  # T_j, shape (bands, d, d)
     ridge: object = None  # a regression.RidgeTask when the experiment evaluates ridge models
+    # Raw (unclipped) rows for mechanisms that need no norm bound (mechanisms/stable.py); None unless the
+    # dataset provides them (Data.rows_unbounded), so other experiments never carry rows.
+    rows: np.ndarray | None = None
 
     @classmethod
-    def from_rows(cls, X, radius: float = 1.0, ridge=None) -> "CovProblem":
+    def from_rows(cls, X, radius: float = 1.0, ridge=None, rows=None) -> "CovProblem":
         X = validate_rows(X, radius)
         n, d = X.shape
         norms = np.linalg.norm(X, axis=1)
@@ -78,7 +81,12 @@ class CovProblem:
         sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
         sigma = (sigma + sigma.T) / 2
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
-        return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions, ridge)
+        if rows is not None:
+            rows = np.asarray(rows, dtype=float)
+            if rows.shape != X.shape or not np.all(np.isfinite(rows)):
+                raise ValueError(f"rows must be a finite array of the shape of X {X.shape}, got {rows.shape}")
+        return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions, ridge,
+                   rows)
 
     @property
     def trace(self) -> float:
