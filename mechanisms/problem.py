@@ -62,6 +62,7 @@ class CovProblem:
 
     @classmethod
     def from_rows(cls, X, radius: float = 1.0, ridge=None, rows=None) -> "CovProblem":
+        raw = rows
         X = validate_rows(X, radius)
         n, d = X.shape
         norms = np.linalg.norm(X, axis=1)
@@ -81,12 +82,12 @@ class CovProblem:
         sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
         sigma = (sigma + sigma.T) / 2
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
-        if rows is not None:
-            rows = np.asarray(rows, dtype=float)
-            if rows.shape != X.shape or not np.all(np.isfinite(rows)):
-                raise ValueError(f"rows must be a finite array of the shape of X {X.shape}, got {rows.shape}")
+        if raw is not None:
+            raw = np.asarray(raw, dtype=float)
+            if raw.shape != X.shape or not np.all(np.isfinite(raw)):
+                raise ValueError(f"rows must be a finite array of the shape of X {X.shape}, got {raw.shape}")
         return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions, ridge,
-                   rows)
+                   raw)
 
     @property
     def trace(self) -> float:
