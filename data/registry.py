@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from .gaussian import gaussian_kappa
 from .mnist import mnist
 from .news import news
 from .registry_types import Data
@@ -42,6 +43,8 @@ DATASETS = {ds.name: ds for ds in [
             "MNIST training images, x = pixels/(255*28), d = 784; one digit or all; n-row subsample"),
     Dataset("news", news, 1.0,
             "News Commentary (v16, else a v8 sentence subset), hashed to d buckets, rows scaled unit|max"),
+    Dataset("gaussian_kappa", gaussian_kappa, 1.0,
+            "x ~ N(0, Sigma), cond(Sigma) = kappa, clipped to bound * sqrt(tr Sigma); raw rows kept"),
     Dataset("uci", uci, 1.0, "UCI wine | airfoil | adult (Amin et al. §4), min-max, rows / max norm"),
 ]}
 

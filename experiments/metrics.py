@@ -39,6 +39,16 @@ def relative_l1(estimate: np.ndarray, truth: np.ndarray) -> float:
     return float(l1 / np.linalg.norm(truth, 1))
 
 
+def mahalanobis(estimate: np.ndarray, truth: np.ndarray) -> float:
+    """||Sigma^{-1/2} Sigma~ Sigma^{-1/2} - I||_F with Sigma = truth (lecture notes; affine invariant)."""
+    values, vectors = np.linalg.eigh((truth + truth.T) / 2)
+    if values[0] <= 0:
+        raise ValueError(f"the Mahalanobis error needs a positive definite truth (smallest eigenvalue "
+                         f"{values[0]:.3g})")
+    root_inv = (vectors / np.sqrt(values)) @ vectors.T
+    return float(np.linalg.norm(root_inv @ estimate @ root_inv - np.eye(len(truth))))
+
+
 def excess_risk(w_hat: np.ndarray, w: np.ndarray, task: RidgeTask, sigma: np.ndarray) -> float:
     """J(w_hat) - J(w_alpha) >= 0: excess regularised empirical risk over the non-private model."""
     return task.objective(w_hat, sigma) - task.objective(w, sigma)
@@ -49,7 +59,8 @@ def weight_distance(w_hat: np.ndarray, w: np.ndarray, task: RidgeTask, sigma: np
     return float(np.linalg.norm(w_hat - w))
 
 
-MATRIX_METRICS = {"fro": frobenius, "fro_rel": relative_frobenius, "l2": relative_spectral, "l1": relative_l1}
+MATRIX_METRICS = {"fro": frobenius, "fro_rel": relative_frobenius, "l2": relative_spectral, "l1": relative_l1,
+                  "mahalanobis": mahalanobis}
 RIDGE_METRICS = {"reg": excess_risk, "reg_w": weight_distance}
 METRICS = {**MATRIX_METRICS, **RIDGE_METRICS}
 

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, coinpress, emcov, gaussian, laplace, regression, thresholding
+from . import adaptive, coinpress, emcov, gaussian, laplace, regression, stable, thresholding
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
 from .spectral import as_matrix, clamp_eigenvalues
@@ -53,6 +53,8 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C"),
     Mechanism("output_perturbation", "Output pert.", PureDP, regression.output_perturbation,
               "Chaudhuri et al. 2011 output perturbation of the ridge model (Amin et al. App. C)"),
+    Mechanism("stable_gsampling", "Stable + GSampling", ApproxDP, stable.stable_gsampling,
+              "lecture notes: Brown-Hopkins-Smith 2023 stable covariance + Alabi et al. 2023 Alg. 1"),
 ]}
 
 
