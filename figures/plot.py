@@ -22,6 +22,10 @@ METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
                  "l1": r"relative $\ell_1$ error $\|\Sigma^+ - U\|_1 / \|U\|_1$"}
 
 
+def _value(v) -> str:
+    return f"{v:g}" if isinstance(v, numbers.Number) else str(v)
+
+
 def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: str = "",
                  params: list[str] = ()):
     """Draw ``metric`` (e.g. "fro") against ``figure.x``; returns the PNG and PDF paths.
@@ -37,7 +41,7 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
         others = [p for p in params if p not in (figure.x, figure.panel) and part[p].nunique() > 1]
         for key, line in part.groupby(["label", *others], sort=False):
             key = key if isinstance(key, tuple) else (key,)
-            label = ", ".join([str(key[0])] + [f"{PRETTY.get(p, p)}={v:g}" for p, v in zip(others, key[1:])])
+            label = ", ".join([str(key[0])] + [f"{PRETTY.get(p, p)}={_value(v)}" for p, v in zip(others, key[1:])])
             line = line.sort_values(figure.x)
             colour = STYLE.get(label) if not others else None
             ax.plot(line[figure.x], line["_mean"], marker="o", ms=3, label=label, color=colour)
