@@ -17,7 +17,7 @@ from .seeding import canonical
 BUDGET_PARAMS = ("rho", "eps", "delta")
 SCALES = ("paper", "small", "smoke")
 # Keys a user may set on the command line without Hydra's "+": run.py adds "++" for them.
-OPEN_KEYS = ("params.", "sweep.", "mechanism_options.")
+OPEN_KEYS = ("params.", "sweep.", "mechanism_options.", "variants.")
 
 
 class ConfigError(ValueError):
