@@ -16,6 +16,7 @@ from .seeding import canonical
 
 BUDGET_PARAMS = ("rho", "eps", "delta")
 SCALES = ("paper", "small", "smoke")
+EXECUTORS = ("local", "dask")
 # Keys a user may set on the command line without Hydra's "+": run.py adds "++" for them.
 OPEN_KEYS = ("params.", "sweep.", "mechanism_options.", "variants.")
 
@@ -66,6 +67,8 @@ class Experiment:
     paper_figure: str = ""
     data_dir: str | None = None  # where real-data files are looked for first (data/files.py)
     ridge_alpha: float | None = None  # ridge regularisation for the reg metrics (Amin §1.1)
+    executor: str = "local"  # joblib backend for trials: local processes (loky) or a Dask cluster
+    dask_scheduler: str | None = None  # Dask scheduler address; None: a LocalCluster on this machine
     variants: dict = field(default_factory=dict)  # name -> Line for names that are not mechanisms
     resolved: dict = field(default_factory=dict, compare=False)  # the config as run (for config.yaml)
 
@@ -218,6 +221,10 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
             raise ConfigError(f"{key} must be an integer >= {low}, got {raw[key]!r}")
     if isinstance(raw["n_jobs"], bool) or not isinstance(raw["n_jobs"], int) or raw["n_jobs"] == 0:
         raise ConfigError(f"n_jobs must be a non-zero integer (-1: all cores), got {raw['n_jobs']!r}")
+    if raw.get("executor", "local") not in EXECUTORS:
+        raise ConfigError(f"executor must be one of {EXECUTORS}, got {raw.get('executor')!r}")
+    if raw.get("dask_scheduler") is not None and raw.get("executor") != "dask":
+        raise ConfigError("dask_scheduler is only used with executor=dask")
     if not isinstance(raw["clamp_eigenvalues"], bool):
         raise ConfigError(f"clamp_eigenvalues must be true or false, got {raw['clamp_eigenvalues']!r}")
 
@@ -236,7 +243,8 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         metrics=list(raw["metrics"]), trials=raw["trials"], n_jobs=raw["n_jobs"], seed=raw["seed"],
         output_dir=str(raw["output_dir"]), figure=figure, clamp_eigenvalues=raw["clamp_eigenvalues"],
         scale=raw["scale"], paper_figure=raw.get("paper_figure", ""),
-        data_dir=raw.get("data_dir"), ridge_alpha=ridge_alpha,
+        data_dir=raw.get("data_dir"), ridge_alpha=ridge_alpha, executor=raw.get("executor", "local"),
+        dask_scheduler=raw.get("dask_scheduler"),
         variants={k: v for k, v in variants.items() if k in mechanisms}, resolved=raw,
     )
     for point in experiment.grid():

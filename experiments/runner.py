@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from threadpoolctl import threadpool_limits
 
 from data.registry import get_dataset
@@ -155,6 +156,34 @@ def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
     return summary.reset_index()
 
 
+@contextmanager
+def trial_executor(experiment: Experiment):
+    """Yields the n_jobs to give joblib. executor=dask runs the same tasks on a Dask cluster through
+    joblib's Dask backend (results are identical: every trial is seeded by its key, not by where it
+    runs); without a scheduler address, a LocalCluster of n_jobs single-threaded worker processes."""
+    if experiment.executor == "local":
+        yield experiment.n_jobs
+        return
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise RuntimeError("executor=dask needs dask.distributed: pip install -e '.[dask]'") from None
+    if experiment.dask_scheduler:
+        client, cluster = Client(experiment.dask_scheduler), None
+    else:
+        cluster = LocalCluster(n_workers=effective_n_jobs(experiment.n_jobs), threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    print(f"[{experiment.name}] running on Dask: {client.scheduler.address}", flush=True)
+    try:
+        with parallel_config(backend="dask"):
+            yield len(client.scheduler_info()["workers"]) or -1
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
 def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
     from figures.plot import plot_summary  # plotting reads only the summary
 
@@ -168,14 +197,14 @@ def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
           f"-> {store.dir}", flush=True)
     new_rows = 0
     if work:
-        n_jobs = experiment.n_jobs
-        chunk = max(1, min(10, math.ceil(experiment.trials / effective_n_jobs(n_jobs))))
-        progress = Progress(experiment.name, runs)
-        parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
-        for rows in parallel(_tasks(experiment, work, chunk)):
-            store.append(rows)  # written as soon as a task finishes: an interruption loses little
-            new_rows += len(rows)
-            progress.update(len(rows))
+        with trial_executor(experiment) as n_jobs:
+            chunk = max(1, min(10, math.ceil(experiment.trials / effective_n_jobs(n_jobs))))
+            progress = Progress(experiment.name, runs)
+            parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
+            for rows in parallel(_tasks(experiment, work, chunk)):
+                store.append(rows)  # written as soon as a task finishes: an interruption loses little
+                new_rows += len(rows)
+                progress.update(len(rows))
     summary = summarise(experiment, store.load())
     summary_path = store.dir / "summary.csv"
     summary.to_csv(summary_path, index=False)
