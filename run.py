@@ -16,7 +16,10 @@ def main(cfg) -> None:
         experiment = build_experiment(cfg, HydraConfig.get().overrides.task)
     except ConfigError as err:
         sys.exit(f"config error: {err}")
-    out = run_experiment(experiment)
+    try:
+        out = run_experiment(experiment)
+    except (ValueError, FileNotFoundError) as err:  # bad data or files: say what, without a traceback
+        sys.exit(f"error: {err}\n(finished trials are kept in {experiment.output_dir}/results.csv)")
     print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {out.figure_png} (+ .pdf)\n"
           f"config:  {out.config}")
 

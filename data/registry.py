@@ -3,6 +3,7 @@ when it reads files) and returns X or Data."""
 from __future__ import annotations
 
 import inspect
+import typing
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -27,6 +28,11 @@ class Dataset:
 
     def param_names(self) -> list[str]:
         return [p for p in inspect.signature(self.loader).parameters if p not in LOADER_CONTEXT]
+
+    def param_types(self) -> dict[str, type]:
+        """Declared types of the dataset parameters (the loader's annotations)."""
+        hints = typing.get_type_hints(self.loader)
+        return {p: hints[p] for p in self.param_names() if p in hints}
 
     def load(self, params: dict, rng, data_dir=None) -> Data:
         """The loader's output as Data; ``data_dir`` goes to loaders of files (data/files.py)."""

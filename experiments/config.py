@@ -187,6 +187,15 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     if unknown:
         raise ConfigError(f"unknown parameter(s) {unknown} for dataset {dataset.name!r}; "
                           f"known: {sorted(known)}")
+    for point in _points(params, sweep):
+        for key, kind in dataset.param_types().items():
+            value = point.get(key)
+            ok = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else \
+                (isinstance(value, (int, float)) and not isinstance(value, bool)) if kind is float else \
+                isinstance(value, kind) if isinstance(kind, type) else True
+            if key in point and not ok:
+                raise ConfigError(f"parameter {key} of dataset {dataset.name!r} must be of type {kind.__name__}, "
+                                  f"got {value!r}")
     missing = sorted(set(dataset.param_names()) - names)
     if missing:
         raise ConfigError(f"dataset {dataset.name!r} needs parameter(s) {missing} (set params.<name>=...)")
@@ -251,6 +260,13 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         for name in experiment.mechanisms:
             experiment.budget(name, point)
     return experiment
+
+
+def _points(params: dict, sweep: dict):
+    """Every grid point (fixed parameters and each swept value) -- for type checks."""
+    names = list(sweep)
+    for values in itertools.product(*(sweep[k] for k in names)):
+        yield {**params, **dict(zip(names, values))}
 
 
 VARIANT_KEYS = {"mechanism", "label", "options", "budget"}
