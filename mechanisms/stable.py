@@ -17,7 +17,8 @@ Algorithms (numbering of the notes):
   The notes print "n - |S_j| - j"; with a minus, completeness (d_hat = 0 on safe data) would fail
   (j = k would give -k), so this is the "+ j" of Brown-Hopkins-Smith's score: removing few points at a
   low threshold is what "close to safe" means. All 2k + 1 filters start from S = [n], so round one is
-  shared; later rounds are memoised by the removed set (identical rounds are computed once).
+  shared; the filters run from the largest threshold down, each warm-started from the previous set
+  (``_Filter``: provably the same sets), so a round is computed only when the set changes.
 - ``stable_gsampling`` (the registry mechanism): propose-test-release on d_hat, then Alg 1 on the
   weighted covariance Sigma_w = sum w_i x_i x_i^T / sum w_i.
 
@@ -184,49 +185,40 @@ def leverages(X: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-class _Filters:
-    """Greedy leverage filters of one dataset at several thresholds, sharing rounds.
+class _Filter:
+    """Greedy leverage filtering of one dataset at decreasing thresholds, warm-started.
 
-    A round is determined by the removed set; its result is cached as the indices (and leverages) of
-    the points of S whose leverage exceeds ``floor`` (the smallest threshold in use): only those can
-    ever be removed, so the cache stays small even for large n."""
+    Let T*(L) be the largest S with every l_S(i) <= L (unique, as the notes say). Started from any
+    superset of T*(L), Alg 2 ends at T*(L): a point i of T* has l_S(i) <= l_{T*}(i) <= L in every
+    superset S (more rows, larger Gram matrix), so it is never removed, and the end set is valid, hence
+    T*(L) by maximality. T*(L) grows with L, so the filters of Alg 3 can run from the largest threshold
+    down, each starting where the previous one ended: exactly the sets of 2k + 1 independent filters,
+    but a round (one factorisation) is computed only when the set changes, and memory stays O(n)."""
 
-    def __init__(self, X: np.ndarray, floor: float):
-        self.X, self.floor = X, floor
-        self.cache: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
+    def __init__(self, X: np.ndarray):
+        self.X = X
+        self.keep = np.ones(len(X), dtype=bool)
+        self.lev = leverages(X)  # of the current S (rows outside S: stale, ignored)
+        self.rounds = 1
 
-    def round(self, removed: frozenset) -> tuple[np.ndarray, np.ndarray]:
-        if removed not in self.cache:
-            keep = None
-            if removed:
-                keep = np.ones(len(self.X), dtype=bool)
-                keep[list(removed)] = False
-            lev = leverages(self.X, keep)
-            above = lev > self.floor
-            if keep is not None:
-                above &= keep
-            idx = np.flatnonzero(above)
-            self.cache[removed] = (idx, lev[idx])
-        return self.cache[removed]
-
-    def filter(self, L: float) -> frozenset:
-        """Alg 2 at threshold L; returns the removed set [n] \\ S."""
-        removed = frozenset()
+    def run(self, L: float, limit: int | None = None) -> np.ndarray | None:
+        """Alg 2 at threshold L from the current S (which must contain T*(L)); returns S (a view), or
+        None as soon as ``limit`` rows or more are removed in all (when given)."""
         while True:
-            idx, lev = self.round(removed)
-            out = idx[lev > L]
-            if len(out) == 0:
-                return removed
-            removed = removed | frozenset(out.tolist())
+            out = self.keep & (self.lev > L)
+            if not out.any():
+                return self.keep
+            self.keep &= ~out
+            if limit is not None and len(self.keep) - self.keep.sum() >= limit:
+                return None
+            self.lev = leverages(self.X, self.keep)
+            self.rounds += 1
 
 
 def greedy_filter(X, L: float) -> np.ndarray:
     """Alg 2: the boolean mask of S after greedy leverage filtering at threshold L."""
     X = np.asarray(X, dtype=float)
-    removed = _Filters(X, L).filter(L)
-    keep = np.ones(len(X), dtype=bool)
-    keep[list(removed)] = False
-    return keep
+    return _Filter(X).run(L).copy()
 
 
 @dataclass(frozen=True)
@@ -234,7 +226,7 @@ class StableCovariance:
     d_hat: int  # Alg 3's score (distance to safety), capped at k
     w: np.ndarray  # weights in [0, 1]
     sizes: np.ndarray  # |S_j|, j = 0..2k
-    factorisations: int  # distinct filtering rounds computed (one factorisation each)
+    factorisations: int  # filtering rounds computed (one factorisation each)
 
 
 def stable_covariance(X, L0: float, k: int) -> StableCovariance:
@@ -243,15 +235,36 @@ def stable_covariance(X, L0: float, k: int) -> StableCovariance:
     if not (L0 > 0 and int(k) == k and k >= 1):
         raise ValueError(f"need L0 > 0 and an integer k >= 1, got L0={L0!r}, k={k!r}")
     n, k = len(X), int(k)
-    filters = _Filters(X, L0)
-    removed = [filters.filter(math.exp(j / k) * L0) for j in range(2 * k + 1)]
-    sizes = np.array([n - len(r) for r in removed])
+    filters = _Filter(X)
+    sizes = np.empty(2 * k + 1, dtype=np.int64)
+    inside = np.zeros(n, dtype=np.int64)  # #{j in k+1..2k : i in S_j}: exact integers, so w_i = 0 exactly
+    for j in range(2 * k, -1, -1):  # largest threshold first (warm starts, see _Filter)
+        S = filters.run(math.exp(j / k) * L0)
+        sizes[j] = S.sum()
+        if j > k:
+            inside += S
     d_hat = int(min(k, min(n - sizes[j] + j for j in range(k + 1))))
-    w = np.ones(n)
-    for r in removed[k + 1:]:
-        if r:
-            w[list(r)] -= 1 / k
-    return StableCovariance(d_hat, np.clip(w, 0, 1), sizes, len(filters.cache))
+    return StableCovariance(d_hat, inside / k, sizes, filters.rounds)
+
+
+def stability_score(X, L0: float, k: int) -> tuple[int, int]:
+    """Alg 3's d_hat alone, with early stopping: (d_hat, factorisations).
+
+    Once k rows are removed at some threshold, every S_j with j <= k (a subset) misses >= k rows, so
+    d_hat = k: the filters stop there. At most k + 1 rounds, whatever the data; equal to
+    ``stable_covariance(X, L0, k).d_hat`` (tested). Used before the PTR test, so that data far from
+    safe (e.g. heavy tails, where the full filters cascade through thousands of rounds) fail fast."""
+    X = np.asarray(X, dtype=float)
+    n, k = len(X), int(k)
+    filters = _Filter(X)
+    d_hat = k
+    for j in range(2 * k, -1, -1):
+        S = filters.run(math.exp(j / k) * L0, limit=k)
+        if S is None:
+            return k, filters.rounds
+        if j <= k:
+            d_hat = min(d_hat, n - int(S.sum()) + j)
+    return d_hat, filters.rounds
 
 
 def weighted_covariance(X, w) -> np.ndarray:
@@ -286,12 +299,13 @@ def stable_release(X, budget: ApproxDP, rng: np.random.Generator, *, ptr_fractio
         raise ValueError(f"X must be a finite 2-D array, got shape {X.shape}")
     n, d = X.shape
     params = stable_parameters(n, d, budget, ptr_fraction=ptr_fraction, beta=beta, L0=L0, k=k)
-    stable = stable_covariance(X, params.L0, params.k)
-    noisy = stable.d_hat + rng.laplace(scale=params.laplace_scale)
+    d_hat, _ = stability_score(X, params.L0, params.k)  # the test first: fails fast on unsafe data
+    noisy = d_hat + rng.laplace(scale=params.laplace_scale)
     if not noisy < params.threshold:
         raise PTRFailed(f"the data are too far from safe: noisy score {noisy:.3g} >= threshold "
                         f"{params.threshold:g} (k = {params.k}); nothing released")
-    return gaussian_sampling(weighted_covariance(X, stable.w), params.m, rng)
+    w = stable_covariance(X, params.L0, params.k).w  # only when the test passed
+    return gaussian_sampling(weighted_covariance(X, w), params.m, rng)
 
 
 ON_FAIL = ("raise", "zero")
