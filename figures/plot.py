@@ -13,7 +13,7 @@ import pandas as pd  # noqa: E402
 
 STYLE = {  # consistent colours across figures; unknown labels get matplotlib's cycle
     "EMCov": "tab:purple", "GaussCov": "tab:blue", "SeparateCov": "tab:orange",
-    "AdaptiveCov": "tab:green", "Zero": "tab:gray",
+    "AdaptiveCov": "tab:green", "Zero": "tab:gray", "Stable + GSampling": "tab:red",
 }
 PRETTY = {"rho": "ρ", "eps": "ε", "delta": "δ"}
 METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
