@@ -1,5 +1,6 @@
 """scripts/reproduce.py: every target names a real experiment; committed figures count as complete."""
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from experiments.config import experiment_names
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("reproduce", ROOT / "scripts" / "reproduce.py")
 reproduce = importlib.util.module_from_spec(spec)
+sys.modules["reproduce"] = reproduce  # dataclasses look their module up
 spec.loader.exec_module(reproduce)
 
 
