@@ -148,3 +148,12 @@ def test_audit_catches_lapcov_with_quartered_noise():
 def hash_seed(name: str) -> int:
     """A fixed per-mechanism seed (Python's hash() of str is salted per process: not used)."""
     return int.from_bytes(name.encode(), "little") % (2**32)
+
+
+def test_markdown_table():
+    from audit import markdown_table
+    rows = [[audit_mechanism("lap", 50, seed=0, pair=p) for p in ("swap", "remove")],
+            [audit_mechanism("output_perturbation", 50, seed=0)]]
+    table = markdown_table(rows).splitlines()
+    assert len(table) == 4 and table[2].startswith("| lap | PureDP | 1-DP | (1, 0) |")
+    assert "ridge" in table[3]
