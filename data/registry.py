@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .gaussian import gaussian_kappa
-from .mnist import mnist
+from .mnist import mnist, subsamples
 from .news import news
 from .registry_types import Data
 from .sparse import sparse_gaussian
@@ -25,6 +25,10 @@ class Dataset:
     loader: Callable  # loader(**params, rng) -> n x d array (rows in the `radius` ball) or Data
     radius: float = 1.0
     description: str = ""
+    # resampled(params) -> True when the loader draws a random sample at these parameters that
+    # should be fresh for every trial (e.g. MNIST subsamples, Dong Fig. 4); the runner then builds
+    # the instance per trial from a generator keyed by the trial. None: one instance per grid point.
+    resampled: Callable | None = None
 
     def param_names(self) -> list[str]:
         return [p for p in inspect.signature(self.loader).parameters if p not in LOADER_CONTEXT]
@@ -46,7 +50,8 @@ DATASETS = {ds.name: ds for ds in [
     Dataset("sparse_gaussian", sparse_gaussian, 1.0,
             "x ~ N(0, U), U sparse (Wang & Xu §5), clipped to row_bound * sqrt(tr U)"),
     Dataset("mnist", mnist, 1.0,
-            "MNIST training images, x = pixels/(255*28), d = 784; one digit or all; n-row subsample"),
+            "MNIST training images, x = pixels/(255*28), d = 784; one digit or all; n-row subsample",
+            resampled=subsamples),
     Dataset("news", news, 1.0,
             "News Commentary (v16, else a v8 sentence subset), hashed to d buckets, rows scaled unit|max"),
     Dataset("gaussian_kappa", gaussian_kappa, 1.0,

@@ -54,12 +54,21 @@ class Instance:
     info: dict
 
 
-def build_instance(experiment: Experiment, point: dict) -> Instance:
+def resampled(experiment: Experiment, point: dict) -> bool:
+    """Whether the dataset draws a fresh sample for every trial at this grid point."""
+    dataset = get_dataset(experiment.dataset)
+    return dataset.resampled is not None and dataset.resampled(data_params(experiment.dataset, point))
+
+
+def build_instance(experiment: Experiment, point: dict, trial: int | None = None) -> Instance:
     """The dataset instance of a grid point: seeded by its data parameters only, so every trial,
-    mechanism and privacy budget at these data parameters sees the same rows."""
+    mechanism and privacy budget at these data parameters sees the same rows -- or, for a
+    resampled dataset, by the data parameters and ``trial`` (every mechanism and budget of a trial
+    sees the same sample)."""
     dataset = get_dataset(experiment.dataset)
     params = data_params(experiment.dataset, point)
-    rng = generator(experiment.seed, "data", dataset.name, *params_key(params))
+    key = params_key(params) + (() if trial is None else (f"trial={trial}",))
+    rng = generator(experiment.seed, "data", dataset.name, *key)
     data = dataset.load(params, rng, experiment.data_dir)
     ridge = None
     if experiment.ridge_alpha is not None and data.target is not None:
@@ -70,13 +79,15 @@ def build_instance(experiment: Experiment, point: dict) -> Instance:
                                      **{f"data_{k}": v for k, v in data.info.items()}})
 
 
-def run_trials(experiment: Experiment, instance: Instance, point: dict, trials: list[int],
+def run_trials(experiment: Experiment, instance: Instance | None, point: dict, trials: list[int],
                pending: dict[int, list[str]]) -> list[dict]:
-    """One task: some trials of one grid point, each running its pending mechanisms."""
-    problem = instance.problem
+    """One task: some trials of one grid point, each running its pending mechanisms (instance None:
+    a resampled dataset, built here for each trial)."""
     rows = []
     with threadpool_limits(limits=1):  # one level of parallelism; also makes BLAS deterministic
         for trial in trials:
+            trial_instance = instance or build_instance(experiment, point, trial)
+            problem = trial_instance.problem
             for name in pending[trial]:
                 line, budget = experiment.line(name), experiment.budget(name, point)
                 rng = generator(experiment.seed, "trial", experiment.dataset, *params_key(point),
@@ -88,9 +99,9 @@ def run_trials(experiment: Experiment, instance: Instance, point: dict, trials: 
                 row = {"experiment": experiment.name, "dataset": experiment.dataset,
                        "mechanism": name, "label": line.label, "trial": trial,
                        "seed": experiment.seed, **point, "budget": str(budget),
-                       "spent": str(accountant.spent), **instance.info}
+                       "spent": str(accountant.spent), **trial_instance.info}
                 for metric in experiment.metrics:
-                    row[f"err_{metric}"] = evaluate(metric, estimate, instance.truth, problem.sigma,
+                    row[f"err_{metric}"] = evaluate(metric, estimate, trial_instance.truth, problem.sigma,
                                                     problem.ridge)
                 row["seconds"] = seconds
                 rows.append(row)
@@ -133,7 +144,9 @@ def _tasks(experiment: Experiment, work, chunk: int):
     cache_key, instance = None, None
     for point, pending in work:
         key = params_key(data_params(experiment.dataset, point))
-        if key != cache_key:
+        if resampled(experiment, point):
+            cache_key, instance = None, None  # built per trial in the worker
+        elif key != cache_key:
             cache_key, instance = key, build_instance(experiment, point)
         trials = sorted(pending)
         for i in range(0, len(trials), chunk):

@@ -167,3 +167,24 @@ def test_run_py_end_to_end(tmp_path):
     bad = subprocess.run([sys.executable, "run.py", "experiment=synthetic_trace", "params.rho=-1",
                           f"output_dir={tmp_path / 'bad'}"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode != 0 and "rho must be" in bad.stderr
+
+
+def test_resampled_datasets_draw_a_fresh_sample_per_trial(experiment, monkeypatch):
+    """A dataset with resampled(params) True (e.g. MNIST subsamples) is rebuilt per trial: trials
+    differ, all mechanisms and budgets of one trial share the sample, any n_jobs gives the same."""
+    from data import registry
+    from data.synthetic import synthetic_zipf
+
+    toy = registry.Dataset("synthetic_zipf", synthetic_zipf, 1.0, "resampled copy", resampled=lambda p: True)
+    monkeypatch.setitem(registry.DATASETS, "synthetic_zipf", toy)
+    frames = []
+    for jobs in (1, 2):
+        exp = experiment("synthetic_rho", "trials=3", f"n_jobs={jobs}", "mechanisms=[gauss,zero]",
+                         output=f"jobs{jobs}")
+        frames.append(pd.read_csv(run_experiment(exp, make_figure=False).results))
+    one, two = (f.sort_values(["mechanism", "trial", "rho"]).reset_index(drop=True) for f in frames)
+    pd.testing.assert_series_equal(one.err_fro, two.err_fro)
+    zero = one[one.mechanism == "zero"]
+    per_trial = zero.groupby("trial").err_fro.nunique()
+    assert (per_trial == 1).all()  # same sample across budgets within a trial
+    assert zero.groupby("trial").err_fro.first().nunique() == 3  # a different sample per trial
