@@ -18,7 +18,7 @@ BUDGET_PARAMS = ("rho", "eps", "delta")
 SCALES = ("paper", "small", "smoke")
 EXECUTORS = ("local", "dask")
 # Keys a user may set on the command line without Hydra's "+": run.py adds "++" for them.
-OPEN_KEYS = ("params.", "sweep.", "mechanism_options.", "variants.")
+OPEN_KEYS = ("params.", "sweep.", "mechanism_options.", "variants.", "figure.")
 
 
 class ConfigError(ValueError):
@@ -28,7 +28,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Figure:
     x: str
-    panel: str | None = None
+    panel: str | list | None = None  # a parameter, "label", or a list of them (a grid of panels)
     title: str = ""
     xlabel: str | None = None
     ylabel: str | None = None
@@ -242,7 +242,8 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         figure = Figure(**fig)
     except TypeError as err:
         raise ConfigError(f"figure: {err}") from None
-    for axis in (figure.x, figure.panel):
+    panels = [figure.panel] if isinstance(figure.panel, str) else list(figure.panel or [])
+    for axis in (figure.x, *panels):
         if axis is not None and axis not in names and axis != "label":
             raise ConfigError(f"figure axis {axis!r} is not a parameter of this experiment")
 

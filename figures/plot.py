@@ -30,15 +30,19 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
                  params: list[str] = ()):
     """Draw ``metric`` (e.g. "fro") against ``figure.x``; returns the PNG and PDF paths.
 
-    One panel per value of ``figure.panel`` (a parameter, or "label" for one panel per mechanism);
+    One panel per value of ``figure.panel`` (a parameter, "label" for one panel per mechanism, or a
+    list of them: a grid with the last one across);
     one line per mechanism and per value of any other parameter in ``params`` that varies."""
     mean, sem = summary[f"err_{metric}_mean"], summary[f"err_{metric}_sem"]
     frame = summary.assign(_mean=mean, _low=(mean - 1.96 * sem), _high=(mean + 1.96 * sem))
-    panels = sorted(frame[figure.panel].unique()) if figure.panel else [None]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
-    for ax, panel in zip(axes[0], panels):
-        part = frame if panel is None else frame[frame[figure.panel] == panel]
-        others = [p for p in params if p not in (figure.x, figure.panel) and part[p].nunique() > 1]
+    by = [figure.panel] if isinstance(figure.panel, str) else list(figure.panel or [])
+    panels = sorted(frame[by].drop_duplicates().itertuples(index=False, name=None)) if by else [None]
+    columns = frame[by[-1]].nunique() if len(by) > 1 else len(panels)  # a grid: last parameter across
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.6 * rows), squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        part = frame if panel is None else frame[(frame[by] == pd.Series(panel, index=by)).all(axis=1)]
+        others = [p for p in params if p not in (figure.x, *by) and part[p].nunique() > 1]
         for key, line in part.groupby(["label", *others], sort=False):
             key = key if isinstance(key, tuple) else (key,)
             label = ", ".join([str(key[0])] + [f"{PRETTY.get(p, p)}={_value(v)}" for p, v in zip(others, key[1:])])
@@ -61,9 +65,11 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
             ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=7)
             ax.xaxis.set_minor_locator(plt.NullLocator())
         if panel is not None:
-            ax.set_title(f"{PRETTY.get(figure.panel, figure.panel)} = {panel:g}"
-                         if isinstance(panel, numbers.Number) else str(panel))
+            ax.set_title(", ".join(str(v) if p == "label" else f"{PRETTY.get(p, p)} = {_value(v)}"
+                                   for p, v in zip(by, panel)))
         ax.grid(True, which="major", alpha=0.3)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
     axes[0][0].legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)

@@ -188,3 +188,12 @@ def test_resampled_datasets_draw_a_fresh_sample_per_trial(experiment, monkeypatc
     per_trial = zero.groupby("trial").err_fro.nunique()
     assert (per_trial == 1).all()  # same sample across budgets within a trial
     assert zero.groupby("trial").err_fro.first().nunique() == 3  # a different sample per trial
+
+
+def test_a_grid_of_panels(experiment):
+    exp = experiment("synthetic_rho", "trials=1", "mechanisms=[gauss,zero]", "sweep.n=[300,400]",
+                     "sweep.d=[4,8]", "sweep.rho=[0.1,1]", "figure.x=d", "figure.panel=[n,rho]")
+    out = run_experiment(exp)
+    assert out.figure_png.stat().st_size > 0
+    with pytest.raises(ConfigError, match="figure axis 'nope'"):
+        experiment("synthetic_rho", "figure.panel=[rho,nope]")
