@@ -18,7 +18,7 @@ BUDGET_PARAMS = ("rho", "eps", "delta")
 SCALES = ("paper", "small", "smoke")
 EXECUTORS = ("local", "dask")
 # Keys a user may set on the command line without Hydra's "+": run.py adds "++" for them.
-OPEN_KEYS = ("params.", "sweep.", "mechanism_options.", "variants.", "figure.")
+OPEN_KEYS = ("params.", "sweep.", "mechanism_options.", "variants.", "figure.", "trials_per_mechanism.")
 
 
 class ConfigError(ValueError):
@@ -70,6 +70,7 @@ class Experiment:
     executor: str = "local"  # joblib backend for trials: local processes (loky) or a Dask cluster
     dask_scheduler: str | None = None  # Dask scheduler address; None: a LocalCluster on this machine
     variants: dict = field(default_factory=dict)  # name -> Line for names that are not mechanisms
+    trials_per_mechanism: dict = field(default_factory=dict)  # name -> fewer trials (slow mechanisms)
     resolved: dict = field(default_factory=dict, compare=False)  # the config as run (for config.yaml)
 
     def grid(self) -> list[dict]:
@@ -80,6 +81,10 @@ class Experiment:
 
     def param_names(self) -> list[str]:
         return list(self.params) + [k for k in self.sweep if k not in self.params]
+
+    def trials_for(self, name: str) -> int:
+        """Trials 0..k-1 run for line ``name``: ``trials``, or fewer if trials_per_mechanism says so."""
+        return min(self.trials, self.trials_per_mechanism.get(name, self.trials))
 
     def line(self, name: str) -> Line:
         if name in self.variants:
@@ -228,6 +233,15 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     for key, low in (("trials", 1), ("seed", 0)):
         if isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < low:
             raise ConfigError(f"{key} must be an integer >= {low}, got {raw[key]!r}")
+    per_mechanism = dict(raw.get("trials_per_mechanism") or {})
+    for mech, count in per_mechanism.items():
+        if mech not in variants:
+            try:
+                get_mechanism(mech)
+            except ValueError as err:
+                raise ConfigError(f"trials_per_mechanism: {err}") from None
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ConfigError(f"trials_per_mechanism.{mech} must be an integer >= 1, got {count!r}")
     if isinstance(raw["n_jobs"], bool) or not isinstance(raw["n_jobs"], int) or raw["n_jobs"] == 0:
         raise ConfigError(f"n_jobs must be a non-zero integer (-1: all cores), got {raw['n_jobs']!r}")
     if raw.get("executor", "local") not in EXECUTORS:
@@ -256,6 +270,7 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         data_dir=raw.get("data_dir"), ridge_alpha=ridge_alpha, executor=raw.get("executor", "local"),
         dask_scheduler=raw.get("dask_scheduler"),
         variants={k: v for k, v in variants.items() if k in mechanisms}, resolved=raw,
+        trials_per_mechanism={k: v for k, v in per_mechanism.items() if k in mechanisms},
     )
     for point in experiment.grid():
         for name in experiment.mechanisms:

@@ -131,7 +131,8 @@ def plan(experiment: Experiment, done: set[tuple]):
     work = []
     for point in experiment.grid():
         key = tuple(canonical(point[p]) for p in names)
-        pending = {t: [m for m in experiment.mechanisms if (m, t, *key) not in done]
+        pending = {t: [m for m in experiment.mechanisms
+                       if t < experiment.trials_for(m) and (m, t, *key) not in done]
                    for t in range(experiment.trials)}
         pending = {t: ms for t, ms in pending.items() if ms}
         if pending:
@@ -160,8 +161,9 @@ def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
     names = experiment.param_names()
     keys = {tuple(canonical(p[k]) for k in names) for p in experiment.grid()}
     in_grid = frame[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
+    trials = {m: experiment.trials_for(m) for m in experiment.mechanisms}
     frame = frame[in_grid & frame["mechanism"].isin(experiment.mechanisms)
-                  & (frame["trial"] < experiment.trials)]
+                  & (frame["trial"] < frame["mechanism"].map(trials))]
     values = [f"err_{m}" for m in experiment.metrics] + ["seconds"]
     grouped = frame.groupby(["experiment", "dataset", "mechanism", "label", *names], sort=False)[values]
     summary = grouped.agg(list(STATS))
@@ -204,8 +206,9 @@ def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
     config_path = store.write_config(experiment.resolved)
     work = plan(experiment, store.done(experiment.param_names()))
     runs = sum(len(ms) for _, pending in work for ms in pending.values())
-    total = len(experiment.grid()) * experiment.trials * len(experiment.mechanisms)
-    print(f"[{experiment.name}] {len(experiment.grid())} grid points x {experiment.trials} trials x "
+    total = len(experiment.grid()) * sum(experiment.trials_for(m) for m in experiment.mechanisms)
+    fewer = "".join(f", {m}: {experiment.trials_for(m)}" for m in experiment.trials_per_mechanism)
+    print(f"[{experiment.name}] {len(experiment.grid())} grid points x {experiment.trials} trials{fewer} x "
           f"{len(experiment.mechanisms)} mechanisms; {total - runs} runs already done, {runs} to go "
           f"-> {store.dir}", flush=True)
     new_rows = 0

@@ -83,14 +83,15 @@ def progress(target: Target) -> tuple[int, int, float]:
     """(runs done, runs in total, estimated seconds left) from the committed summary.csv (or, for a
     run in progress, its results.csv)."""
     exp = experiment_of(target)
-    total = len(exp.grid()) * exp.trials * len(exp.mechanisms)
+    total = len(exp.grid()) * sum(exp.trials_for(m) for m in exp.mechanisms)
+    trials = {m: exp.trials_for(m) for m in exp.mechanisms}
     out = ROOT / "results" / target.out
     names = exp.param_names()
     keys = {tuple(canonical(p[k]) for k in names) for p in exp.grid()}
     done, per_run = 0, target.seconds_per_run
     if (out / "results.csv").exists():
         frame = pd.read_csv(out / "results.csv", low_memory=False)
-        frame = frame[frame.mechanism.isin(exp.mechanisms) & (frame.trial < exp.trials)]
+        frame = frame[frame.mechanism.isin(exp.mechanisms) & (frame.trial < frame.mechanism.map(trials))]
         in_grid = frame[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
         done = int(in_grid.sum()) if len(frame) else 0
         if done:
@@ -100,7 +101,7 @@ def progress(target: Target) -> tuple[int, int, float]:
         summary = summary[summary.mechanism.isin(exp.mechanisms)]
         in_grid = summary[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
         count = [c for c in summary.columns if c.endswith("_count")][0]
-        done = int(summary.loc[in_grid, count].clip(upper=exp.trials).sum())
+        done = int(summary.loc[in_grid, count].clip(upper=summary.mechanism.map(trials)).sum())
         per_run = float((summary.seconds_mean * summary[count]).sum() / max(summary[count].sum(), 1)) / 2
     return min(done, total), total, (total - min(done, total)) * per_run
 

@@ -88,6 +88,22 @@ def test_resume_skips_finished_trials_and_extends(experiment):
     assert len(merge) == len(fresh) and np.array_equal(merge.err_fro, merge.err_fro_fresh)
 
 
+def test_fewer_trials_for_a_slow_mechanism(experiment):
+    exp = experiment("synthetic_trace", "trials=3", "mechanisms=[gauss,zero]", "++trials_per_mechanism.gauss=1")
+    assert [exp.trials_for(m) for m in exp.mechanisms] == [1, 3]
+    out = run_experiment(exp)
+    results, summary = pd.read_csv(out.results), pd.read_csv(out.summary)
+    assert results.groupby("mechanism").trial.max().to_dict() == {"gauss": 0, "zero": 2}
+    assert out.new_rows == len(exp.grid()) * (1 + 3)
+    assert set(summary[summary.mechanism == "gauss"].err_fro_count) == {1}
+    assert set(summary[summary.mechanism == "zero"].err_fro_count) == {3}
+    # Raising the count later runs only the missing trials; rows past the count are left out of the summary.
+    more = run_experiment(experiment("synthetic_trace", "trials=3", "mechanisms=[gauss,zero]"))
+    assert more.new_rows == len(exp.grid()) * 2
+    fewer = run_experiment(exp)
+    assert fewer.new_rows == 0 and set(pd.read_csv(fewer.summary).err_fro_count) == {1, 3}
+
+
 def test_interrupted_write_is_repaired(experiment):
     exp = experiment("synthetic_trace")
     out = run_experiment(exp)
@@ -144,6 +160,8 @@ def test_paper_scale_holds_the_paper_grid(tmp_path):
     ("sweep.N=[]", "non-empty list"),
     ("scale=huge", "scale must be one of"),
     ("++params.eps=1", "exactly one privacy budget"),
+    ("++trials_per_mechanism.gauss=0", "trials_per_mechanism.gauss must be an integer >= 1"),
+    ("++trials_per_mechanism.nope=2", "unknown mechanism 'nope'"),
 ])
 def test_bad_configs_fail_with_clear_errors(experiment, override, message):
     with pytest.raises(ConfigError, match=message):
