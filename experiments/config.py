@@ -34,6 +34,7 @@ class Figure:
     ylabel: str | None = None
     logx: bool = True
     logy: bool = True
+    columns: int | None = None  # panels per row (a single panel parameter wraps after this many)
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,9 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     except TypeError as err:
         raise ConfigError(f"figure: {err}") from None
     panels = [figure.panel] if isinstance(figure.panel, str) else list(figure.panel or [])
+    if figure.columns is not None and (isinstance(figure.columns, bool) or not isinstance(figure.columns, int)
+                                       or figure.columns < 1):
+        raise ConfigError(f"figure.columns must be an integer >= 1, got {figure.columns!r}")
     for axis in (figure.x, *panels):
         if axis is not None and axis not in names and axis != "label":
             raise ConfigError(f"figure axis {axis!r} is not a parameter of this experiment")

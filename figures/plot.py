@@ -38,8 +38,11 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
     by = [figure.panel] if isinstance(figure.panel, str) else list(figure.panel or [])
     panels = sorted(frame[by].drop_duplicates().itertuples(index=False, name=None)) if by else [None]
     columns = frame[by[-1]].nunique() if len(by) > 1 else len(panels)  # a grid: last parameter across
+    columns = min(columns, figure.columns or columns)
     rows = -(-len(panels) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:  # a last row that is not full
+        ax.set_visible(False)
     for ax, panel in zip(axes.flat, panels):
         part = frame if panel is None else frame[(frame[by] == pd.Series(panel, index=by)).all(axis=1)]
         others = [p for p in params if p not in (figure.x, *by) and part[p].nunique() > 1]

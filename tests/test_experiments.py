@@ -215,3 +215,17 @@ def test_a_grid_of_panels(experiment):
     assert out.figure_png.stat().st_size > 0
     with pytest.raises(ConfigError, match="figure axis 'nope'"):
         experiment("synthetic_rho", "figure.panel=[rho,nope]")
+    with pytest.raises(ConfigError, match="figure.columns must be an integer >= 1"):
+        experiment("synthetic_rho", "figure.columns=0")
+
+
+def test_panels_wrap_after_figure_columns(experiment):
+    import matplotlib.image
+    shapes = {}
+    for columns in (None, 2):
+        exp = experiment("synthetic_rho", "trials=1", "mechanisms=[zero]", "sweep.rho=[0.1,1,10]",
+                         "figure.panel=rho", *([f"figure.columns={columns}"] if columns else []),
+                         output=f"c{columns}")
+        shapes[columns] = matplotlib.image.imread(run_experiment(exp).figure_png).shape
+    assert shapes[None][1] > 2.5 * shapes[None][0]  # one row of three panels
+    assert shapes[2][1] < 1.5 * shapes[2][0]  # two rows of two (the fourth left blank)
