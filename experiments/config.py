@@ -87,6 +87,10 @@ class Experiment:
         """Trials 0..k-1 run for line ``name``: ``trials``, or fewer if trials_per_mechanism says so."""
         return min(self.trials, self.trials_per_mechanism.get(name, self.trials))
 
+    def total_runs(self) -> int:
+        """Mechanism runs in the whole experiment: grid points x each line's trials."""
+        return len(self.grid()) * sum(self.trials_for(m) for m in self.mechanisms)
+
     def line(self, name: str) -> Line:
         if name in self.variants:
             return self.variants[name]
@@ -213,8 +217,9 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         raise ConfigError(f"mechanisms has repeated names: {mechanisms}")
     options = raw.get("mechanism_options") or {}
     variants = _variants(raw.get("variants") or {})
+    per_mechanism = dict(raw.get("trials_per_mechanism") or {})
     try:
-        for mech in mechanisms:
+        for mech in (*mechanisms, *per_mechanism):
             if mech not in variants:
                 get_mechanism(mech)
         for mech, opts in options.items():
@@ -232,17 +237,9 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         raise ConfigError("metrics reg/reg_w evaluate ridge models: set ridge_alpha (e.g. ridge_alpha=0.001)")
 
     for key, low in (("trials", 1), ("seed", 0)):
-        if isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < low:
-            raise ConfigError(f"{key} must be an integer >= {low}, got {raw[key]!r}")
-    per_mechanism = dict(raw.get("trials_per_mechanism") or {})
+        _require_int(key, raw[key], low)
     for mech, count in per_mechanism.items():
-        if mech not in variants:
-            try:
-                get_mechanism(mech)
-            except ValueError as err:
-                raise ConfigError(f"trials_per_mechanism: {err}") from None
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ConfigError(f"trials_per_mechanism.{mech} must be an integer >= 1, got {count!r}")
+        _require_int(f"trials_per_mechanism.{mech}", count, 1)
     if isinstance(raw["n_jobs"], bool) or not isinstance(raw["n_jobs"], int) or raw["n_jobs"] == 0:
         raise ConfigError(f"n_jobs must be a non-zero integer (-1: all cores), got {raw['n_jobs']!r}")
     if raw.get("executor", "local") not in EXECUTORS:
@@ -258,9 +255,8 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     except TypeError as err:
         raise ConfigError(f"figure: {err}") from None
     panels = [figure.panel] if isinstance(figure.panel, str) else list(figure.panel or [])
-    if figure.columns is not None and (isinstance(figure.columns, bool) or not isinstance(figure.columns, int)
-                                       or figure.columns < 1):
-        raise ConfigError(f"figure.columns must be an integer >= 1, got {figure.columns!r}")
+    if figure.columns is not None:
+        _require_int("figure.columns", figure.columns, 1)
     for axis in (figure.x, *panels):
         if axis is not None and axis not in names and axis != "label":
             raise ConfigError(f"figure axis {axis!r} is not a parameter of this experiment")
@@ -280,6 +276,11 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         for name in experiment.mechanisms:
             experiment.budget(name, point)
     return experiment
+
+
+def _require_int(key: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}")
 
 
 def _points(params: dict, sweep: dict):

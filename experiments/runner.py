@@ -155,15 +155,22 @@ def _tasks(experiment: Experiment, work, chunk: int):
             yield delayed(run_trials)(experiment, instance, point, part, {t: pending[t] for t in part})
 
 
-def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
-    """mean, std, sem, median and count of every metric (and seconds) per mechanism x grid point,
-    over the rows of this experiment's grid and trials."""
+def in_experiment(experiment: Experiment, frame: pd.DataFrame) -> pd.Series:
+    """Which rows of a results table belong to this experiment: its grid, mechanisms and trials."""
+    if frame.empty:
+        return pd.Series(False, index=frame.index)
     names = experiment.param_names()
     keys = {tuple(canonical(p[k]) for k in names) for p in experiment.grid()}
     in_grid = frame[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
     trials = {m: experiment.trials_for(m) for m in experiment.mechanisms}
-    frame = frame[in_grid & frame["mechanism"].isin(experiment.mechanisms)
-                  & (frame["trial"] < frame["mechanism"].map(trials))]
+    return in_grid & (frame["trial"] < frame["mechanism"].map(trials))  # NaN (other mechanism): False
+
+
+def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
+    """mean, std, sem, median and count of every metric (and seconds) per mechanism x grid point,
+    over the rows of this experiment's grid and trials."""
+    names = experiment.param_names()
+    frame = frame[in_experiment(experiment, frame)]
     values = [f"err_{m}" for m in experiment.metrics] + ["seconds"]
     grouped = frame.groupby(["experiment", "dataset", "mechanism", "label", *names], sort=False)[values]
     summary = grouped.agg(list(STATS))
@@ -206,7 +213,7 @@ def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
     config_path = store.write_config(experiment.resolved)
     work = plan(experiment, store.done(experiment.param_names()))
     runs = sum(len(ms) for _, pending in work for ms in pending.values())
-    total = len(experiment.grid()) * sum(experiment.trials_for(m) for m in experiment.mechanisms)
+    total = experiment.total_runs()
     fewer = "".join(f", {m}: {experiment.trials_for(m)}" for m in experiment.trials_per_mechanism)
     print(f"[{experiment.name}] {len(experiment.grid())} grid points x {experiment.trials} trials{fewer} x "
           f"{len(experiment.mechanisms)} mechanisms; {total - runs} runs already done, {runs} to go "

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.config import compose_experiment  # noqa: E402
-from experiments.runner import run_experiment  # noqa: E402
+from experiments.runner import in_experiment, run_experiment  # noqa: E402
 from experiments.seeding import canonical  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -83,20 +83,19 @@ def progress(target: Target) -> tuple[int, int, float]:
     """(runs done, runs in total, estimated seconds left) from the committed summary.csv (or, for a
     run in progress, its results.csv)."""
     exp = experiment_of(target)
-    total = len(exp.grid()) * sum(exp.trials_for(m) for m in exp.mechanisms)
-    trials = {m: exp.trials_for(m) for m in exp.mechanisms}
+    total = exp.total_runs()
     out = ROOT / "results" / target.out
-    names = exp.param_names()
-    keys = {tuple(canonical(p[k]) for k in names) for p in exp.grid()}
     done, per_run = 0, target.seconds_per_run
     if (out / "results.csv").exists():
         frame = pd.read_csv(out / "results.csv", low_memory=False)
-        frame = frame[frame.mechanism.isin(exp.mechanisms) & (frame.trial < frame.mechanism.map(trials))]
-        in_grid = frame[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
-        done = int(in_grid.sum()) if len(frame) else 0
+        frame = frame[in_experiment(exp, frame)]
+        done = len(frame)
         if done:
             per_run = float(frame.seconds.mean()) / 2  # 2 worker processes
     elif (out / "summary.csv").exists():
+        names = exp.param_names()
+        keys = {tuple(canonical(p[k]) for k in names) for p in exp.grid()}
+        trials = {m: exp.trials_for(m) for m in exp.mechanisms}
         summary = pd.read_csv(out / "summary.csv")
         summary = summary[summary.mechanism.isin(exp.mechanisms)]
         in_grid = summary[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
