@@ -207,8 +207,6 @@ def trial_executor(experiment: Experiment):
 
 
 def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
-    from figures.plot import plot_summary  # plotting reads only the summary
-
     store = ResultsStore(experiment.output_dir, experiment.fingerprint())
     config_path = store.write_config(experiment.resolved)
     work = plan(experiment, store.done(experiment.param_names()))
@@ -231,11 +229,21 @@ def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
     summary = summarise(experiment, store.load())
     summary_path = store.dir / "summary.csv"
     summary.to_csv(summary_path, index=False)
-    png = pdf = None
-    if make_figure and not summary.empty:
-        for metric in reversed(experiment.metrics):  # figure.png: the first metric; others by name
-            stem = "figure" if metric == experiment.metrics[0] else f"figure_{metric}"
-            png, pdf = plot_summary(summary, experiment.figure, metric, store.dir / stem,
-                                    title=experiment.figure.title or experiment.paper_figure,
-                                    params=experiment.param_names())
+    png, pdf = write_figures(experiment, summary, store.dir) if make_figure else (None, None)
     return Outputs(store.results, summary_path, png, pdf, config_path, new_rows)
+
+
+def write_figures(experiment: Experiment, summary: pd.DataFrame, directory: Path):
+    """figure.png/.pdf (the first metric) and figure_<metric>.png/.pdf for the others, from a
+    summary; returns the first metric's (png, pdf), or (None, None) for an empty summary."""
+    from figures.plot import plot_summary  # plotting reads only the summary
+
+    png = pdf = None
+    if summary.empty:
+        return png, pdf
+    for metric in reversed(experiment.metrics):  # figure.png: the first metric; others by name
+        stem = "figure" if metric == experiment.metrics[0] else f"figure_{metric}"
+        png, pdf = plot_summary(summary, experiment.figure, metric, Path(directory) / stem,
+                                title=experiment.figure.title or experiment.paper_figure,
+                                params=experiment.param_names())
+    return png, pdf

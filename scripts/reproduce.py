@@ -7,7 +7,9 @@ the generated tables at the end of REPRODUCTION.md from the summaries.
     python scripts/reproduce.py --tables          only rebuild the tables
 
 A target is complete when its summary.csv has every (mechanism, grid point) at the paper's trial
-count. Interrupted targets resume from their results.csv (experiments/store.py).
+count. A line (mechanism or variant) that is complete in the committed summary is re-used, never
+re-run; the missing lines run into <target>/partial/ (resumable from its results.csv) and are merged
+with the committed ones into summary.csv and the figure.
 """
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.config import compose_experiment  # noqa: E402
-from experiments.runner import in_experiment, run_experiment  # noqa: E402
+from experiments.runner import in_experiment, run_experiment, write_figures  # noqa: E402
 from experiments.seeding import canonical  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -74,35 +77,102 @@ TARGETS = [
 ]
 
 
-def experiment_of(target: Target, n_jobs: int = -1):
+RESULTS = ROOT / "results"
+PARTIAL = "partial"  # <target>/partial/: results.csv of the lines run here (not committed)
+
+
+def experiment_of(target: Target, n_jobs: int = -1, extra: tuple = (), output_dir: Path | None = None):
+    out = output_dir or RESULTS / target.out
     return compose_experiment([f"experiment={target.experiment}", "scale=paper", f"n_jobs={n_jobs}",
-                               f"output_dir={ROOT / 'results' / target.out}", *target.overrides])
+                               f"output_dir={out}", *target.overrides, *extra])
 
 
-def progress(target: Target) -> tuple[int, int, float]:
-    """(runs done, runs in total, estimated seconds left) from the committed summary.csv (or, for a
-    run in progress, its results.csv)."""
-    exp = experiment_of(target)
+def _count_column(summary: pd.DataFrame) -> str:
+    return next(c for c in summary.columns if c.startswith("err_") and c.endswith("_count"))
+
+
+def committed_lines(exp, summary_path: Path) -> pd.DataFrame:
+    """The rows of a committed summary.csv that belong to ``exp`` (its lines and grid), for the lines
+    that are complete there (every grid point at the line's trial count); empty if none are."""
+    if not summary_path.exists():
+        return pd.DataFrame()
+    summary = pd.read_csv(summary_path)
+    names = exp.param_names()
+    if summary.empty or not set(names) <= set(summary.columns):
+        return pd.DataFrame()
+    keys = {tuple(canonical(p[k]) for k in names) for p in exp.grid()}
+    in_grid = summary[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
+    summary = summary[in_grid & summary.mechanism.isin(exp.mechanisms)]
+    count = summary[_count_column(summary)] if not summary.empty else pd.Series(dtype=float)
+    complete = [m for m in exp.mechanisms
+                if (summary.mechanism == m).sum() == len(keys)
+                and (count[summary.mechanism == m] >= exp.trials_for(m)).all()]
+    return summary[summary.mechanism.isin(complete)]
+
+
+@dataclass
+class Plan:
+    """What a target still needs: the experiment, the complete committed lines, the lines to run."""
+
+    experiment: object
+    committed: pd.DataFrame
+    missing: list
+    out: Path
+
+    @property
+    def partial(self) -> Path:
+        return self.out / PARTIAL
+
+
+def plan_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, base_root: Path = RESULTS) -> Plan:
+    """Lines already complete in ``base_root``'s committed summary are re-used, not re-run; the
+    others run into ``out_root/<target>/partial`` (resumable) and are merged with them."""
+    exp = experiment_of(target, n_jobs)
+    committed = committed_lines(exp, base_root / target.out / "summary.csv")
+    done = set(committed.mechanism) if not committed.empty else set()
+    return Plan(exp, committed, [m for m in exp.mechanisms if m not in done], out_root / target.out)
+
+
+def missing_experiment(target: Target, plan: Plan, n_jobs: int = -1):
+    return experiment_of(target, n_jobs, (f"mechanisms=[{','.join(plan.missing)}]",), plan.partial)
+
+
+def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS) -> tuple[int, int, float]:
+    """(runs done, runs in total, estimated seconds left): committed complete lines count as done;
+    the other lines count what their partial results.csv holds."""
+    plan = plan_target(target, out_root=out_root, base_root=base_root)
+    exp = plan.experiment
     total = exp.total_runs()
-    out = ROOT / "results" / target.out
-    done, per_run = 0, target.seconds_per_run
-    if (out / "results.csv").exists():
-        frame = pd.read_csv(out / "results.csv", low_memory=False)
-        frame = frame[in_experiment(exp, frame)]
-        done = len(frame)
-        if done:
+    grid = len(exp.grid())
+    done = sum(grid * exp.trials_for(m) for m in exp.mechanisms if m not in plan.missing)
+    per_run = target.seconds_per_run
+    results = plan.partial / "results.csv"
+    if plan.missing and results.exists() and results.stat().st_size:
+        partial = missing_experiment(target, plan)
+        frame = pd.read_csv(results, low_memory=False)
+        frame = frame[in_experiment(partial, frame)]
+        done += len(frame)
+        if len(frame):
             per_run = float(frame.seconds.mean()) / 2  # 2 worker processes
-    elif (out / "summary.csv").exists():
-        names = exp.param_names()
-        keys = {tuple(canonical(p[k]) for k in names) for p in exp.grid()}
-        trials = {m: exp.trials_for(m) for m in exp.mechanisms}
-        summary = pd.read_csv(out / "summary.csv")
-        summary = summary[summary.mechanism.isin(exp.mechanisms)]
-        in_grid = summary[names].apply(lambda r: tuple(canonical(v) for v in r), axis=1).isin(keys)
-        count = [c for c in summary.columns if c.endswith("_count")][0]
-        done = int(summary.loc[in_grid, count].clip(upper=summary.mechanism.map(trials)).sum())
-        per_run = float((summary.seconds_mean * summary[count]).sum() / max(summary[count].sum(), 1)) / 2
     return min(done, total), total, (total - min(done, total)) * per_run
+
+
+def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, base_root: Path = RESULTS):
+    """Run the target's missing lines, merge them with the committed complete ones, and write
+    summary.csv, the figures and config.yaml into ``out_root/<target>``."""
+    plan = plan_target(target, n_jobs, out_root, base_root)
+    parts = [plan.committed]
+    if plan.missing:
+        outputs = run_experiment(missing_experiment(target, plan, n_jobs), make_figure=False)
+        parts.append(pd.read_csv(outputs.summary))
+    summary = pd.concat([p for p in parts if not p.empty], ignore_index=True)
+    order = {m: i for i, m in enumerate(plan.experiment.mechanisms)}
+    summary = summary.sort_values("mechanism", key=lambda c: c.map(order), kind="stable")
+    plan.out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(plan.out / "summary.csv", index=False)
+    (plan.out / "config.yaml").write_text(yaml.safe_dump(plan.experiment.resolved, sort_keys=False))
+    write_figures(plan.experiment, summary, plan.out)
+    return plan.out
 
 
 def tables() -> str:
@@ -177,7 +247,7 @@ def main() -> None:
         left -= seconds
         print(f"\n=== {t.out}: {total - done} runs (~{seconds / 60:.0f} min; then ~{left / 60:.0f} min for the rest)",
               flush=True)
-        run_experiment(experiment_of(t, args.n_jobs))
+        complete_target(t, args.n_jobs)
     print(f"\nall targets complete ({(time.perf_counter() - start) / 60:.1f} min)")
     rebuild_tables()
 

@@ -3,6 +3,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from experiments.config import experiment_names
@@ -35,3 +37,25 @@ def test_unknown_target_is_refused(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         reproduce.main()
     assert "unknown target 'nope'" in capsys.readouterr().err
+
+
+def test_a_new_line_runs_alone_and_merges_with_the_committed_ones(tmp_path):
+    """Lines complete in the committed summary are re-used; only the new line runs (into partial/)."""
+    base = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
+    target = reproduce.Target(base.out, base.experiment, (
+        "mechanisms=[gauss,zero,gauss_twin]", "+variants.gauss_twin={mechanism: gauss, label: Twin}"), x="N")
+    plan = reproduce.plan_target(target, out_root=tmp_path)
+    assert plan.missing == ["gauss_twin"] and set(plan.committed.mechanism) == {"gauss", "zero"}
+    assert reproduce.progress(target, out_root=tmp_path)[0] == 2 * 6 * 50
+    out = reproduce.complete_target(target, n_jobs=1, out_root=tmp_path)
+    merged = pd.read_csv(out / "summary.csv")
+    committed = pd.read_csv(reproduce.RESULTS / base.out / "summary.csv")
+    assert list(merged.mechanism.unique()) == ["gauss", "zero", "gauss_twin"]
+    pd.testing.assert_frame_equal(merged[merged.mechanism == "gauss"].reset_index(drop=True),
+                                  committed[committed.mechanism == "gauss"].reset_index(drop=True))
+    twin, gauss = merged[merged.mechanism == "gauss_twin"], merged[merged.mechanism == "gauss"]
+    assert (twin.err_fro_count == 50).all()
+    # same mechanism, other line name -> other noise, same distribution
+    assert np.allclose(twin.err_fro_mean.values, gauss.err_fro_mean.values, rtol=0.05)
+    assert (out / "figure.png").exists() and (out / "partial" / "results.csv").exists()
+    assert reproduce.progress(target, out_root=tmp_path, base_root=tmp_path)[0] == 3 * 6 * 50
