@@ -20,6 +20,7 @@ class Mechanism:
     notion: type  # privacy notion of its guarantee: ZCDP, PureDP or ApproxDP
     fn: Callable  # fn(problem, accountant, rng, **options) -> matrix or Spectral
     source: str
+    check: Callable[[dict], None] | None = None  # option values no dataset makes valid -> ValueError
 
     def option_names(self) -> list[str]:
         params = inspect.signature(self.fn).parameters.values()
@@ -54,7 +55,8 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("output_perturbation", "Output pert.", PureDP, regression.output_perturbation,
               "Chaudhuri et al. 2011 output perturbation of the ridge model (Amin et al. App. C)"),
     Mechanism("stable_gsampling", "Stable + GSampling", ApproxDP, stable.stable_gsampling,
-              "lecture notes: Brown-Hopkins-Smith 2023 stable covariance + Alabi et al. 2023 Alg. 1"),
+              "lecture notes: Brown-Hopkins-Smith 2023 stable covariance + Alabi et al. 2023 Alg. 1",
+              check=stable.check_options),
 ]}
 
 
@@ -69,6 +71,8 @@ def check_options(name: str, options: dict) -> None:
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise ValueError(f"unknown option(s) {unknown} for mechanism {name!r}; known: {known or 'none'}")
+    if get_mechanism(name).check is not None:
+        get_mechanism(name).check(options)
 
 
 def release(name: str, problem: CovProblem, budget: Budget, rng: np.random.Generator, *,

@@ -22,33 +22,30 @@ Algorithms (numbering of the notes):
 - ``stable_gsampling`` (the registry mechanism): propose-test-release on d_hat, then Alg 1 on the
   weighted covariance Sigma_w = sum w_i x_i x_i^T / sum w_i.
 
-Parameters (all public functions of n, d, eps, delta; derivation in ``stable_parameters``):
+Parameters (all public functions of n, d, eps, delta and the options; ``stable_parameters``):
 
 - L0 = chi2_{d}^{-1}(1 - beta/n) / (n (1 - sqrt(d/n))^2), beta = 1. For Gaussian rows (any covariance:
   affine invariance) l(i) = z_i^T (Z^T Z)^{-1} z_i <= ||z_i||^2 / lambda_min(Z^T Z) with ||z_i||^2 ~
   chi2_d and lambda_min(Z^T Z) ~ n (1 - sqrt(d/n))^2, so about beta points exceed L0: d_hat is then 0
   or a few units (completeness), far below the PTR threshold. This is the notes' "expect d/n" with the
   max-of-n margin.
-- PTR with (eps1, delta1) = (f eps, delta/2), f = ``ptr_fraction`` = 0.1: d_hat has sensitivity 2
-  (property 1), so d_hat + Lap(2/eps1) is eps1-DP. Release only if d_hat + Lap(2/eps1) < t = k/2. For
-  the release to be safe we need d_hat(x) <= k - 3 (then d_hat(x') < k too and property 4 applies), i.e.
-  P[pass | d_hat >= k - 2] = exp(-(k - 2 - t) eps1/2)/2 <= delta1, which holds for
-  k = 2 ceil((2/eps1) ln(1/(2 delta1)) + 2). On safe data (d_hat ~ 0) the test fails with probability
-  exp(-t eps1/2)/2 <= delta1: essentially never.
-- Sensitivity of Sigma_w in the Mahalanobis distance d_M of the notes' claim. Let A = sum w_i x_i x_i^T
-  on x and A' on a neighbour x' (row r replaced). ||A^{-1/2} (A' - A) A^{-1/2}||_F <= sum_i |rank-one
-  change_i| l_A(i); soundness (property 3) bounds every weighted leverage by 20 L0, and the weight mass
-  that changes is ||w - w'||_1 <= 2 (property 4) off row r plus w_r + w'_r <= 2 on row r, so c = 80 L0.
-  Points with weight only under x' have leverage under A at most 20 L0 / (1 - D) when d_M(A, A') <= D;
-  D (1 - D) <= c gives D <= c / (1 - 2c) (for c <= 1/4). Normalising by W = sum w_i >= n - k (d_hat < k
-  implies |S_{k+1}| > n - k), with |W - W'| <= 2:
-      Delta = (1 + 2/(n - k)) c / (1 - 2c) + 2 sqrt(d) / (n - k).
-  This is a derivation *sketch* from the notes' four properties (which tests/test_stable.py checks
-  empirically), not a proof; the constants are the notes' (20 L0, and 8 in the claim below).
-- m = floor(eps2^2 / (8 Delta^2 ln(1/delta2))) with (eps2, delta2) = ((1 - f) eps, delta/2): the
-  largest m of the notes' claim for Alg 1, which needs Delta <= eps2 / (8 ln(1/delta2)) (equivalently
-  m >= 8 ln(1/delta2)) and eps2, delta2 in (0, 1). When n is too small for that, the mechanism cannot
-  run at all: a public fact, raised as ``InsufficientData`` before the data are touched.
+- PTR with (eps1, delta1) = (f eps, delta/2), f = ``ptr_fraction`` = 0.1: d_hat has sensitivity 2, so
+  d_hat + Lap(2/eps1) is eps1-DP; release only if it is < t = k/2, with k = ``ptr_k`` the smallest even
+  k with P[pass | d_hat >= k - 2] = exp(-(k - 2 - t) eps1/2)/2 <= delta1.
+- Delta = (1 + 2/(n - k)) c / (1 - 2c) + 2 sqrt(d) / (n - k), c = 4 * 20 L0: an upper bound on the
+  Mahalanobis distance between Sigma_w on neighbours that both have d_hat < k.
+- m = floor(eps2^2 / (8 Delta^2 ln(1/delta2))) with (eps2, delta2) = ((1 - f) eps, delta/2) (the notes'
+  claim for Alg 1).
+
+The privacy proof of exactly this code is docs/stable_privacy.md. It holds under five conditions on
+public values, computed by ``proof_conditions`` and checked by ``stable_parameters`` before the data are
+touched (``InsufficientData`` names each violated one):
+  (C1) threshold spacing   e^{(2k-1)/k} L0 <= 1 - e^{-1/k}   (Sherman-Morrison: properties 1 and 4)
+  (C2) soundness           e^2 L0 / (1 - (k-1) e^2 L0) <= 20 L0   (property 3 with the constant in Delta)
+  (C3) PTR threshold       exp(-(k - 2 - t) eps1/2) / 2 <= delta1
+  (C4) sensitivity         c = 80 L0 < 1/4 and n - k > 2   (Delta finite)
+  (C5) Gaussian sampling   Delta <= eps2 / (8 ln(1/delta2)), m >= 1, and the Renyi bound of Alg 1 at
+                           (m, Delta) gives eps <= eps2 at delta2 (``gaussian_sampling_epsilon``)
 
 Composition: the PTR test is (eps1, delta1)-DP together with the sampling step's (eps2, delta2): the
 whole (eps, delta) is charged through the accountant before anything is computed (whether or not the
@@ -61,12 +58,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, stats
+from scipy import linalg, optimize, stats
 
 from .privacy import ApproxDP
 from .problem import CovProblem
 
-SOUNDNESS_FACTOR = 20.0  # property 3 of the notes: weighted leverage <= 20 L0 wherever w_i > 0
+SOUNDNESS_FACTOR = 20.0  # property 3 of the notes: weighted leverage <= 20 L0 wherever w_i > 0 (checked: (C2))
+ON_FAIL = ("raise", "zero")  # stable_gsampling's on_fail: raise the failure, or release the zero matrix
+MAX_ENTRY = 2.0**500  # domain of stable_release: |x_ij| <= 2^500 ~ 3e150, so covariances stay finite
 _CHUNK = 1 << 17  # rows per block of the triangular solve (bounds the temporary d x chunk array)
 
 
@@ -79,7 +78,8 @@ class PTRFailed(StableReleaseFailed):
 
 
 class InsufficientData(StableReleaseFailed, ValueError):
-    """n is too small for the Gaussian sampling claim at this budget (a public fact: no data read)."""
+    """A condition of the privacy proof fails at these public values (n, d, eps, delta, options): most
+    often n too small for the budget. Decided before the data are read."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -108,13 +108,36 @@ def default_L0(n: int, d: int, beta: float = 1.0) -> float:
     return float(stats.chi2.isf(min(beta / n, 0.5), d) / (n * (1 - math.sqrt(d / n)) ** 2))
 
 
+def _ptr_passes_rarely(k: int, threshold: float, ptr: ApproxDP) -> bool:
+    """(C3): P[d_hat + Lap(2/eps1) < t | d_hat >= k - 2] = exp(-(k - 2 - t) eps1/2)/2 <= delta1."""
+    return k - 2 - threshold >= 0 and 0.5 * math.exp(-(k - 2 - threshold) * ptr.eps / 2) <= ptr.delta
+
+
 def ptr_k(eps1: float, delta1: float) -> int:
-    """Smallest even k with P[d_hat + Lap(2/eps1) < k/2 | d_hat >= k - 2] <= delta1."""
-    return 2 * math.ceil((2 / eps1) * math.log(1 / (2 * delta1)) + 2)
+    """Smallest even k with P[d_hat + Lap(2/eps1) < k/2 | d_hat >= k - 2] <= delta1 (as computed)."""
+    k = 2 * math.ceil((2 / eps1) * math.log(1 / (2 * delta1)) + 2)
+    while not _ptr_passes_rarely(k, k / 2, ApproxDP(eps1, delta1)):  # guards float rounding at the boundary
+        k += 2
+    return k
+
+
+def soundness_bound(L0: float, k: int) -> float:
+    """Lemma 6 of docs/stable_privacy.md: when d_hat < k, every point of positive weight has weighted
+    leverage <= e^2 L0 / (1 - (k - 1) e^2 L0) (inf when (k - 1) e^2 L0 >= 1)."""
+    lam = math.e**2 * L0
+    return lam / (1 - (k - 1) * lam) if (k - 1) * lam < 1 else math.inf
+
+
+def proved_L0_limit(k: int, factor: float | None = None) -> float:
+    """The largest L0 satisfying (C1) and (C2) for this k (``factor``: the soundness constant)."""
+    factor = SOUNDNESS_FACTOR if factor is None else factor
+    spacing = (1 - math.exp(-1 / k)) * math.exp(-(2 * k - 1) / k)
+    sound = max(0.0, 1 - math.e**2 / factor) / ((k - 1) * math.e**2) if k > 1 else math.inf
+    return min(spacing, sound)
 
 
 def mahalanobis_sensitivity(L0: float, n: int, d: int, k: int) -> float:
-    """Delta of the module docstring: d_M(Sigma_w(x), Sigma_w(x')) for neighbours with d_hat < k."""
+    """Delta: d_M(Sigma_w(x), Sigma_w(x')) for neighbours with d_hat < k (Lemma 8 of the proof)."""
     c = 4 * SOUNDNESS_FACTOR * L0
     if c >= 0.25 or n - k <= 2:
         return math.inf
@@ -122,29 +145,109 @@ def mahalanobis_sensitivity(L0: float, n: int, d: int, k: int) -> float:
     return (1 + 2 / W) * c / (1 - 2 * c) + 2 * math.sqrt(d) / W
 
 
+def gaussian_sampling_epsilon(m: int, sensitivity: float, delta: float) -> float:
+    """Lemma 9: Alg 1 with m samples on Sigma, Sigma' with d_M(Sigma, Sigma') <= Delta < 1 is
+    (eps, delta)-indistinguishable for eps = min over a = alpha - 1 in (0, 1/Delta) of
+        m Delta^2/4 (1/(1 - Delta)^2 + a/(1 - a Delta)^2) + ln(1/delta)/a
+    (a bound on the Renyi divergence of order alpha between Gaussians, then the RDP conversion). Every a
+    gives a valid bound; the minimiser only makes it small."""
+    D, log_term = float(sensitivity), math.log(1 / delta)
+    if not (0 < D < 1 and m >= 1):
+        return math.inf
+
+    def bound(a: float) -> float:
+        return m * D**2 / 4 * (1 / (1 - D) ** 2 + a / (1 - a * D) ** 2) + log_term / a
+
+    best = optimize.minimize_scalar(bound, bounds=(1e-12, (1 - 1e-9) / D), method="bounded",
+                                    options={"xatol": 1e-10})
+    return float(bound(best.x))
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition of the privacy proof, evaluated on public values."""
+    name: str
+    holds: bool
+    detail: str  # the inequality with its numbers
+
+    def __str__(self) -> str:
+        return f"{self.name} {'holds' if self.holds else 'FAILS'}: {self.detail}"
+
+
+def proof_conditions(n: int, d: int, params: "StableParameters") -> list[Condition]:
+    """(C1)-(C5) of docs/stable_privacy.md for n rows in R^d at these parameters."""
+    L0, k, ptr, sampling = params.L0, params.k, params.ptr, params.sampling
+    spacing_lhs, spacing_rhs = math.exp((2 * k - 1) / k) * L0, 1 - math.exp(-1 / k)
+    sound = soundness_bound(L0, k)
+    ptr_tail = 0.5 * math.exp(-(k - 2 - params.threshold) * ptr.eps / 2)
+    c = 4 * SOUNDNESS_FACTOR * L0
+    log_term = math.log(1 / sampling.delta)
+    gs_limit = sampling.eps / (8 * log_term)
+    gs_eps = gaussian_sampling_epsilon(params.m, params.sensitivity, sampling.delta)
+    limit = proved_L0_limit(k)
+    hint = f" (with k = {k}: needs L0 <= {limit:.3g}, i.e. larger n or a larger ptr_fraction)"
+    return [
+        Condition("(C1) threshold spacing", spacing_lhs <= spacing_rhs,
+                  f"e^((2k-1)/k) L0 = {spacing_lhs:.3g} must be <= 1 - e^(-1/k) = {spacing_rhs:.3g} "
+                  f"(k = {k}, L0 = {L0:.3g})" + ("" if spacing_lhs <= spacing_rhs else hint)),
+        Condition("(C2) soundness", sound <= SOUNDNESS_FACTOR * L0,
+                  f"e^2 L0 / (1 - (k-1) e^2 L0) = {sound / L0:.3g} L0 must be <= {SOUNDNESS_FACTOR:g} L0 "
+                  f"((k-1) e^2 L0 = {(k - 1) * math.e**2 * L0:.3g})"
+                  + ("" if sound <= SOUNDNESS_FACTOR * L0 else hint)),
+        Condition("(C3) PTR threshold", _ptr_passes_rarely(k, params.threshold, ptr),
+                  f"exp(-(k - 2 - t) eps1/2)/2 = {ptr_tail:.3g} must be <= delta1 = {ptr.delta:.3g} "
+                  f"(k = {k}, t = {params.threshold:g}, eps1 = {ptr.eps:g})"),
+        Condition("(C4) sensitivity", c < 0.25 and n - k > 2,
+                  f"c = {SOUNDNESS_FACTOR * 4:g} L0 = {c:.3g} must be < 1/4 and n - k = {n - k} > 2"),
+        Condition("(C5) Gaussian sampling",
+                  params.sensitivity <= gs_limit and params.m >= 1 and gs_eps <= sampling.eps,
+                  f"n = {n} is too small for (eps2, delta2) = ({sampling.eps:g}, {sampling.delta:g}) in "
+                  f"d = {d}: the sensitivity {params.sensitivity:.3g} (80 L0 with L0 = {L0:.3g}) exceeds "
+                  f"eps2 / (8 ln(1/delta2)) = {gs_limit:.3g}"
+                  if not params.sensitivity <= gs_limit else
+                  f"m = {params.m} samples at Delta = {params.sensitivity:.3g}: proved eps {gs_eps:.4g} "
+                  f"must be <= eps2 = {sampling.eps:g}"),
+    ]
+
+
+def check_options(options: dict) -> None:
+    """The option values no n can make safe: raised at config time (registry hook) and at release."""
+    on_fail = options.get("on_fail", "raise")
+    if on_fail not in ON_FAIL:
+        raise ValueError(f"stable_gsampling: on_fail must be one of {ON_FAIL}, got {on_fail!r}")
+    f = options.get("ptr_fraction", 0.1)
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < 1:
+        raise ValueError(f"stable_gsampling: ptr_fraction must be a number in (0, 1), got {f!r}")
+    beta = options.get("beta", 1.0)
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < math.inf:
+        raise ValueError(f"stable_gsampling: beta must be a finite number > 0, got {beta!r}")
+
+
 def stable_parameters(n: int, d: int, budget: ApproxDP, *, ptr_fraction: float = 0.1,
                       beta: float = 1.0, L0: float | None = None, k: int | None = None) -> StableParameters:
     """L0, k, the PTR threshold, Delta and m for n rows in R^d at (eps, delta) (module docstring).
 
-    Raises InsufficientData when n is too small for the Gaussian sampling claim (Delta too large)."""
-    if not 0 < ptr_fraction < 1:
-        raise ValueError(f"ptr_fraction must lie in (0, 1), got {ptr_fraction!r}")
+    Raises InsufficientData, naming every violated condition of the privacy proof, when one fails."""
+    check_options({"ptr_fraction": ptr_fraction, "beta": beta})
     ptr = ApproxDP(ptr_fraction * budget.eps, budget.delta / 2)
     sampling = ApproxDP(budget.eps - ptr.eps, budget.delta - ptr.delta)
     if sampling.eps >= 1:
         raise ValueError(f"the Gaussian sampling claim needs eps2 < 1, got eps2 = {sampling.eps:g} "
                          f"(eps = {budget.eps:g}, ptr_fraction = {ptr_fraction:g})")
     L0 = default_L0(n, d, beta) if L0 is None else float(L0)
-    k = ptr_k(ptr.eps, ptr.delta) if k is None else int(k)
+    k = ptr_k(ptr.eps, ptr.delta) if k is None else k
+    if not (0 < L0 < math.inf and not isinstance(k, bool) and int(k) == k and k >= 1):
+        raise ValueError(f"need L0 > 0 and an integer k >= 1, got L0={L0!r}, k={k!r}")
+    k = int(k)
     delta_m = mahalanobis_sensitivity(L0, n, d, k)
     log_term = math.log(1 / sampling.delta)
-    if not delta_m <= sampling.eps / (8 * log_term):
-        raise InsufficientData(
-            f"n = {n} is too small for (eps2, delta2) = ({sampling.eps:g}, {sampling.delta:g}) in d = {d}: "
-            f"the sensitivity {delta_m:.3g} (80 L0 with L0 = {L0:.3g}) exceeds eps2 / (8 ln(1/delta2)) = "
-            f"{sampling.eps / (8 * log_term):.3g}")
-    m = math.floor(sampling.eps**2 / (8 * delta_m**2 * log_term))
-    return StableParameters(L0, k, k / 2, delta_m, m, ptr, sampling)
+    m = math.floor(sampling.eps**2 / (8 * delta_m**2 * log_term)) if delta_m < math.inf else 0
+    params = StableParameters(L0, k, k / 2, delta_m, m, ptr, sampling)
+    failed = [str(c) for c in proof_conditions(n, d, params) if not c.holds]
+    if failed:
+        raise InsufficientData("stable_gsampling cannot run at these public parameters (the privacy proof, "
+                               "docs/stable_privacy.md, needs every condition): " + "; ".join(failed))
+    return params
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -170,19 +273,37 @@ def _gram_factor(A: np.ndarray) -> np.ndarray:
     return np.linalg.cholesky(A)
 
 
+def _power_of_two_below(top: float) -> int:
+    """e with top * 2^-e in [0.5, 1) (0 when top = 0): scaling by 2^-e is exact in floating point."""
+    return int(np.frexp(top)[1])
+
+
 def leverages(X: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """l_S(i) = x_i^T (X_S^T X_S)^{-1} x_i for every row i (S = ``keep``, default all rows), from one
-    Cholesky factorisation; +inf for every row when X_S^T X_S is singular."""
+    Cholesky factorisation; +inf for every row when X_S^T X_S is singular. Computed on X scaled by a power
+    of two (exact; leverages are scale-invariant) that brings X_S's entries below 1, so the Gram matrix
+    neither overflows nor underflows whatever the rows' scale (rows outside S far larger than S's: inf)."""
     XS = X if keep is None else X[keep]
+    shift = -_power_of_two_below(max(XS.max(initial=0.0), -XS.min(initial=0.0)))
+    XS = _scaled(XS, shift)
     try:
         factor = _gram_factor(XS.T @ XS)
     except np.linalg.LinAlgError:
         return np.full(len(X), np.inf)
     out = np.empty(len(X))
-    for start in range(0, len(X), _CHUNK):
-        block = linalg.solve_triangular(factor, X[start:start + _CHUNK].T, lower=True, check_finite=False)
-        out[start:start + _CHUNK] = np.einsum("ij,ij->j", block, block)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, len(X), _CHUNK):
+            rows = _scaled(X[start:start + _CHUNK], shift)
+            block = linalg.solve_triangular(factor, rows.T, lower=True, check_finite=False)
+            out[start:start + _CHUNK] = np.einsum("ij,ij->j", block, block)
     return out
+
+
+def _scaled(X: np.ndarray, shift: int) -> np.ndarray:
+    if not shift:
+        return X
+    with np.errstate(over="ignore"):
+        return np.ldexp(X, shift)
 
 
 class _Filter:
@@ -193,26 +314,57 @@ class _Filter:
     superset S (more rows, larger Gram matrix), so it is never removed, and the end set is valid, hence
     T*(L) by maximality. T*(L) grows with L, so the filters of Alg 3 can run from the largest threshold
     down, each starting where the previous one ended: exactly the sets of 2k + 1 independent filters,
-    but a round (one factorisation) is computed only when the set changes, and memory stays O(n)."""
+    but a round (one factorisation) is computed only when the set changes, and memory stays O(n).
+
+    Floating point (docs/stable_privacy.md, "Implementation"): a row with ||x_i||^2 > L tr(X_S^T X_S)
+    has l_S(i) >= ||x_i||^2 / tr > L, so it is outside T*(L) and is removed before any factorisation
+    (by the argument above the end set is the same); squared norms are taken at the scale of S's largest
+    entry (a power of two). So one huge row can neither overflow the Gram matrix nor make it numerically
+    singular (which would empty every S_j: a score jump from 0 to k between neighbours)."""
 
     def __init__(self, X: np.ndarray):
         self.X = X
         self.keep = np.ones(len(X), dtype=bool)
-        self.lev = leverages(X)  # of the current S (rows outside S: stale, ignored)
-        self.rounds = 1
+        self.row_max = np.abs(X).max(axis=1, initial=0.0)
+        self.lev = None  # leverages of the current S (rows outside S: stale, ignored); None: to compute
+        self.rounds = 0
+        self.exponent = None
+        self._update_norms()
+
+    def _update_norms(self):
+        """Squared row norms at the scale of S's largest entry, their sum and maximum over S."""
+        exponent = _power_of_two_below(self.row_max[self.keep].max(initial=0.0))
+        if exponent != self.exponent:
+            self.exponent = exponent
+            Y = _scaled(self.X, -exponent)
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.norms2 = np.einsum("ij,ij->i", Y, Y)
+        inside = self.norms2[self.keep]
+        self.trace, self.top = inside.sum(), inside.max(initial=0.0)
+
+    def _remove(self, out: np.ndarray, limit: int | None) -> bool:
+        """Remove ``out`` from S; True when ``limit`` rows or more are now removed in all."""
+        self.keep &= ~out
+        self.lev = None
+        self._update_norms()
+        return limit is not None and len(self.keep) - self.keep.sum() >= limit
 
     def run(self, L: float, limit: int | None = None) -> np.ndarray | None:
         """Alg 2 at threshold L from the current S (which must contain T*(L)); returns S (a view), or
         None as soon as ``limit`` rows or more are removed in all (when given)."""
         while True:
+            if self.top > L * self.trace:  # rows whose norm alone proves l_S(i) > L
+                if self._remove(self.keep & (self.norms2 > L * self.trace), limit):
+                    return None
+                continue
+            if self.lev is None:
+                self.lev = leverages(self.X, self.keep)
+                self.rounds += 1
             out = self.keep & (self.lev > L)
             if not out.any():
                 return self.keep
-            self.keep &= ~out
-            if limit is not None and len(self.keep) - self.keep.sum() >= limit:
+            if self._remove(out, limit):
                 return None
-            self.lev = leverages(self.X, self.keep)
-            self.rounds += 1
 
 
 def greedy_filter(X, L: float) -> np.ndarray:
@@ -293,22 +445,27 @@ def stable_release(X, budget: ApproxDP, rng: np.random.Generator, *, ptr_fractio
                    beta: float = 1.0, L0: float | None = None, k: int | None = None) -> np.ndarray:
     """(eps, delta)-DP covariance of the rows X (no norm bound): PTR on d_hat, then Alg 1 on Sigma_w.
 
-    Raises InsufficientData (n too small, decided from n, d, eps, delta only) or PTRFailed."""
+    Raises InsufficientData (a condition of the privacy proof fails: decided from n, d, eps, delta and
+    the options only, before the data are read) or PTRFailed."""
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or not np.all(np.isfinite(X)):
         raise ValueError(f"X must be a finite 2-D array, got shape {X.shape}")
+    if np.abs(X).max(initial=0.0) > MAX_ENTRY:
+        raise ValueError(f"the rows' entries must be at most {MAX_ENTRY:.3g} in absolute value (the domain "
+                         f"of stable_gsampling: the released covariance must be representable), got "
+                         f"{np.abs(X).max():.3g}")
     n, d = X.shape
     params = stable_parameters(n, d, budget, ptr_fraction=ptr_fraction, beta=beta, L0=L0, k=k)
+    # Work at the scale of the largest entry (a power of two: exact, and every step is scale-equivariant)
+    exponent = _power_of_two_below(np.abs(X).max(initial=0.0))
+    X = _scaled(X, -exponent)
     d_hat, _ = stability_score(X, params.L0, params.k)  # the test first: fails fast on unsafe data
     noisy = d_hat + rng.laplace(scale=params.laplace_scale)
     if not noisy < params.threshold:
         raise PTRFailed(f"the data are too far from safe: noisy score {noisy:.3g} >= threshold "
                         f"{params.threshold:g} (k = {params.k}); nothing released")
     w = stable_covariance(X, params.L0, params.k).w  # only when the test passed
-    return gaussian_sampling(weighted_covariance(X, w), params.m, rng)
-
-
-ON_FAIL = ("raise", "zero")
+    return _scaled(gaussian_sampling(weighted_covariance(X, w), params.m, rng), 2 * exponent)
 
 
 def stable_gsampling(problem: CovProblem, accountant, rng: np.random.Generator, *,
@@ -319,8 +476,7 @@ def stable_gsampling(problem: CovProblem, accountant, rng: np.random.Generator, 
     sampling. on_fail="raise" propagates PTRFailed / InsufficientData; on_fail="zero" releases the
     zero matrix instead (the documented "no output": it does not depend on the data beyond the
     private test's outcome, so it costs nothing more)."""
-    if on_fail not in ON_FAIL:
-        raise ValueError(f"on_fail must be one of {ON_FAIL}, got {on_fail!r}")
+    check_options({"on_fail": on_fail, "ptr_fraction": ptr_fraction, "beta": beta})
     if problem.rows is None:
         raise ValueError("stable_gsampling needs the raw rows (CovProblem.rows): use a dataset whose "
                          "loader returns Data(..., rows_unbounded=...), e.g. gaussian_kappa")

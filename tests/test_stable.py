@@ -219,8 +219,9 @@ def test_one_factorisation_per_round(counted):
             break
         S &= ~out
     counted.clear()
-    stable.greedy_filter(X, L0)
-    assert len(counted) == rounds
+    assert np.array_equal(stable.greedy_filter(X, L0), S)
+    # at most one per round: rows whose norm alone proves leverage > L0 leave without a factorisation
+    assert 1 <= len(counted) <= rounds
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -262,75 +263,152 @@ def test_parameters_follow_the_notes():
 
 
 # ---------------------------------------------------------------------------------------------------
-# The (eps, delta)-DP estimator through the registry
+# The conditions of the proof (docs/stable_privacy.md), computed from public values
 
 
-@pytest.fixture(scope="module")
-def instance():
-    data = gaussian_kappa(600_000, 5, 100.0, 3.0, np.random.default_rng(0))
-    return data, CovProblem.from_rows(data.X, radius=data.radius, rows=data.rows_unbounded)
+def test_every_condition_holds_at_the_defaults_with_margin():
+    for n, d, budget in [(1_000_000, 10, BUDGET), (400_000, 4, ApproxDP(1.0, 1e-5)), (500_000, 10, BUDGET)]:
+        p = stable.stable_parameters(n, d, budget)
+        conditions = stable.proof_conditions(n, d, p)
+        assert [c.name.split()[0] for c in conditions] == ["(C1)", "(C2)", "(C3)", "(C4)", "(C5)"]
+        assert all(c.holds for c in conditions), conditions
+        # (C1), (C2) by hand: e^{(2k-1)/k} L0 <= 1 - e^{-1/k} and (k-1) e^2 L0 <= 1 - e^2/20
+        assert math.exp((2 * p.k - 1) / p.k) * p.L0 <= 1 - math.exp(-1 / p.k)
+        assert (p.k - 1) * math.e**2 * p.L0 <= 1 - math.e**2 / 20
+        assert p.L0 <= stable.proved_L0_limit(p.k)
+        # (C5): the Renyi bound of Alg 1 at the notes' m is well inside eps2
+        assert stable.gaussian_sampling_epsilon(p.m, p.sensitivity, p.sampling.delta) < 0.7 * p.sampling.eps
 
 
-def test_release_budget_reproducibility_and_accuracy(instance):
-    data, problem = instance
-    a, acc = release("stable_gsampling", problem, BUDGET, np.random.default_rng(3))
-    b, _ = release("stable_gsampling", problem, BUDGET, np.random.default_rng(3))
-    c, _ = release("stable_gsampling", problem, BUDGET, np.random.default_rng(4))
-    assert np.array_equal(a, b) and not np.allclose(a, c)
-    assert acc.spent == BUDGET and acc.fully_spent()
-    assert [what.split()[0] for what, _ in acc.ledger] == ["PTR", "Gaussian"]
-    assert acc.ledger[0][1] == ApproxDP(0.1, 5e-7) and acc.ledger[1][1] == ApproxDP(0.9, 5e-7)
-    p = stable.stable_parameters(600_000, 5, BUDGET)
-    err = mahalanobis(a, data.truth)
-    assert 0 < err < 3 * math.sqrt(5 * 6 / p.m) + 0.1  # the sampling error ~ sqrt(d(d+1)/m)
-    with pytest.raises(ValueError, match="no ApproxDP budget implies"):
-        release("stable_gsampling", problem, ZCDP(0.1), np.random.default_rng(0))
+@pytest.mark.parametrize("n, d, options, violated", [
+    # the issue's examples: the old test parameters, and a small ptr_fraction (k = 2768)
+    (300, 3, {"L0": stable.default_L0(300, 3), "k": 6}, ["(C1)", "(C2)", "(C3)", "(C4)", "(C5)"]),
+    (1_000_000, 10, {"ptr_fraction": 0.02}, ["(C2)"]),
+    (1_000_000, 10, {"ptr_fraction": 0.03}, ["(C2)"]),
+    (1_000_000, 10, {"ptr_fraction": 0.005}, ["(C1)", "(C2)"]),
+    # L0 and k set by hand into the unproved regime, one condition at a time
+    (1_000_000, 10, {"L0": 1.2 * stable.proved_L0_limit(558), "k": 558}, ["(C2)", "(C5)"]),
+    (10_000_000, 10, {"L0": 1.2 * stable.proved_L0_limit(6000), "k": 6000}, ["(C2)"]),
+    (1_000_000, 10, {"k": 20}, ["(C3)"]),  # a PTR threshold that passes unsafe data too often
+    (1_000_000, 10, {"beta": 1e-30}, ["(C2)", "(C5)"]),  # beta -> 0 inflates L0
+])
+def test_unproved_regimes_are_refused_naming_the_condition(n, d, options, violated):
+    with pytest.raises(stable.InsufficientData) as info:
+        stable.stable_parameters(n, d, BUDGET, **options)
+    message = str(info.value)
+    failed = [name for name in ["(C1)", "(C2)", "(C3)", "(C4)", "(C5)"] if f"{name}" in message]
+    assert failed == violated, message
+    assert "docs/stable_privacy.md" in message
 
 
-def test_failure_paths(instance):
-    data, problem = instance
+def test_refusal_happens_before_the_data_are_read(monkeypatch):
+    monkeypatch.setattr(stable, "stability_score", lambda *a: pytest.fail("the data were read"))
+    monkeypatch.setattr(stable, "stable_covariance", lambda *a: pytest.fail("the data were read"))
+    X = np.random.default_rng(0).standard_normal((1_000_000, 10))
+    with pytest.raises(stable.InsufficientData, match=r"\(C2\) soundness FAILS"):
+        stable.stable_release(X, BUDGET, np.random.default_rng(0), ptr_fraction=0.02)
+    problem = CovProblem.from_rows(np.zeros((1_000_000, 10)), radius=1.0, rows=X)
+    with pytest.raises(stable.InsufficientData, match=r"\(C2\)"):
+        release("stable_gsampling", problem, BUDGET, np.random.default_rng(0), options={"ptr_fraction": 0.02})
+
+
+def test_the_soundness_constant_cannot_be_set_below_what_is_proved(monkeypatch):
+    monkeypatch.setattr(stable, "SOUNDNESS_FACTOR", 7.0)  # < e^2: no L0 makes (C2) hold
+    with pytest.raises(stable.InsufficientData, match=r"\(C2\) soundness FAILS"):
+        stable.stable_parameters(1_000_000, 10, BUDGET)
+    assert stable.proved_L0_limit(558) == 0
+
+
+def test_option_values_are_checked_at_config_time():
+    from mechanisms.registry import check_options
+    check_options("stable_gsampling", {"ptr_fraction": 0.2, "on_fail": "zero", "beta": 2})
+    for bad in [{"ptr_fraction": 1.5}, {"ptr_fraction": 0}, {"ptr_fraction": "0.1"}, {"beta": -1},
+                {"beta": math.inf}, {"on_fail": "ignore"}]:
+        with pytest.raises(ValueError, match="stable_gsampling"):
+            check_options("stable_gsampling", bad)
+
+
+def test_ptr_k_is_the_smallest_even_k_passing_the_ptr_condition():
+    for eps1, delta1 in [(0.1, 5e-7), (0.05, 5e-6), (0.5, 1e-3), (1.0, 0.25)]:
+        k = stable.ptr_k(eps1, delta1)
+        assert k % 2 == 0
+        assert 0.5 * math.exp(-(k / 2 - 2) * eps1 / 2) <= delta1
+        assert 0.5 * math.exp(-((k - 2) / 2 - 2) * eps1 / 2) > delta1
+
+
+def _renyi_gaussians(u, alpha):
+    """Exact D_alpha(N(0, I + diag u) || N(0, I)) (sum over eigenvalues)."""
+    lam = 1 + np.asarray(u)
+    inner = alpha + (1 - alpha) * lam
+    assert (inner > 0).all()
+    return float(np.sum(-0.5 * np.log(lam) - np.log(inner) / (2 * (alpha - 1))))
+
+
+def test_gaussian_sampling_renyi_bound():
+    """Lemma 9: D_alpha <= ||u||^2/4 (1/(1 - Delta)^2 + a/(1 - a Delta)^2), a = alpha - 1, for every u
+    with ||u||_2 <= Delta (both signs, spread or concentrated), and the (eps, delta) it implies is at
+    least the exact conversion of the exact divergence (so the certificate is a bound, not an estimate)."""
     rng = np.random.default_rng(0)
-    # Far from safe: heavy-tailed rows have many leverage outliers -> the PTR test fails.
-    X = np.random.default_rng(1).standard_cauchy((600_000, 5))
-    with pytest.raises(stable.PTRFailed, match="too far from safe"):
-        stable.stable_release(X, BUDGET, rng)
-    p = stable.stable_parameters(600_000, 5, BUDGET)
-    assert stable.stability_score(X, p.L0, p.k) [1] <= p.k + 1  # early stopping: bounded work
-    bad = CovProblem.from_rows(np.zeros((600_000, 5)), radius=1.0, rows=X)
-    with pytest.raises(stable.PTRFailed):
-        stable.stable_gsampling(bad, Accountant(BUDGET), rng)
-    zero = stable.stable_gsampling(bad, Accountant(BUDGET), rng, on_fail="zero")
-    assert np.array_equal(zero, np.zeros((5, 5)))
-    # n too small: decided from public quantities.
-    small = CovProblem.from_rows(data.X[:1000], radius=data.radius, rows=data.rows_unbounded[:1000])
-    with pytest.raises(stable.InsufficientData):
-        stable.stable_gsampling(small, Accountant(BUDGET), rng)
-    # No raw rows: a clear error.
-    clipped_only = CovProblem.from_rows(data.X, radius=data.radius)
-    with pytest.raises(ValueError, match="raw rows"):
-        stable.stable_gsampling(clipped_only, Accountant(BUDGET), rng)
-    with pytest.raises(ValueError, match="on_fail"):
-        stable.stable_gsampling(problem, Accountant(BUDGET), rng, on_fail="ignore")
+    for Delta in [0.001, 0.05, 0.3, 0.8]:
+        for a in [0.1, 1.0, 0.5 / Delta, 0.95 / Delta]:
+            bound = Delta**2 / 4 * (1 / (1 - Delta) ** 2 + a / (1 - a * Delta) ** 2)
+            for _ in range(200):
+                u = rng.standard_normal(rng.integers(1, 6))
+                u *= Delta / np.linalg.norm(u) * rng.choice([1.0, rng.uniform(0.5, 1)])
+                assert _renyi_gaussians(u, 1 + a) <= bound * (1 + 1e-12)
+            for u in ([Delta], [-Delta]):
+                assert _renyi_gaussians(u, 1 + a) <= bound * (1 + 1e-12)
+    # the certificate vs the exact single-direction divergence at its own alpha, m samples
+    m, Delta, delta = 201, 0.0064, 5e-6
+    eps = stable.gaussian_sampling_epsilon(m, Delta, delta)
+    exact = min(m * max(_renyi_gaussians([Delta], 1 + a), _renyi_gaussians([-Delta], 1 + a))
+                + math.log(1 / delta) / a for a in np.geomspace(1, 1 / Delta * 0.99, 400))
+    assert exact <= eps < 1.3 * exact  # a bound (the Lagrange remainders cost ~20% here), not an estimate
+    assert stable.gaussian_sampling_epsilon(m, 1.0, delta) == math.inf
+    # the notes' claim: Delta <= eps/(8 ln(1/delta)) and m = floor(eps^2/(8 Delta^2 ln(1/delta))) => eps
+    for eps, delta in [(0.9, 5e-7), (0.5, 1e-3), (0.1, 1e-9), (0.99, 0.4)]:
+        log_term = math.log(1 / delta)
+        for Delta in [eps / (8 * log_term), eps / (80 * log_term)]:
+            m = math.floor(eps**2 / (8 * Delta**2 * log_term))
+            assert stable.gaussian_sampling_epsilon(m, Delta, delta) <= eps
 
 
-def test_loader_and_metric():
-    rng = np.random.default_rng(0)
-    data = gaussian_kappa(5000, 6, 1000.0, 1.5, rng)
-    values = np.linalg.eigvalsh(data.truth)
-    assert values.max() == pytest.approx(1) and values.max() / values.min() == pytest.approx(1000)
-    assert np.linalg.norm(data.X, axis=1).max() <= data.radius * (1 + 1e-12)
-    clipped = np.linalg.norm(data.rows_unbounded, axis=1) > data.radius
-    assert data.info["clipped_fraction"] == clipped.mean() > 0
-    np.testing.assert_array_equal(data.X[~clipped], data.rows_unbounded[~clipped])
-    assert mahalanobis(data.truth, data.truth) == pytest.approx(0, abs=1e-9)
-    assert mahalanobis(2 * data.truth, data.truth) == pytest.approx(math.sqrt(6))
-    assert mahalanobis(np.zeros((6, 6)), data.truth) == pytest.approx(math.sqrt(6))
+# ---------------------------------------------------------------------------------------------------
+# Floating point: one far-out row must not move the score by more than the proof allows
 
 
-def test_build_instance_passes_raw_rows_only_when_given(experiment):
-    from experiments.runner import build_instance
-    exp = experiment("stable_mahalanobis")
-    inst = build_instance(exp, exp.grid()[0])
-    assert inst.problem.rows is not None and inst.problem.rows.shape == (inst.problem.n, inst.problem.d)
-    other = experiment("synthetic_trace")
-    assert build_instance(other, other.grid()[0]).problem.rows is None
+def test_far_out_and_tiny_rows_do_not_break_score_stability():
+    """A row of norm 1e200 used to overflow X_S^T X_S (every S_j empty or everything kept); a row far
+    enough to make it numerically singular emptied every S_j. Both moved d_hat from ~0 to k."""
+    X = gaussian(3000, 3, 0)
+    L = 1.5 * stable.leverages(X).max()
+    base = stable.stable_covariance(X, L, K)
+    rng = np.random.default_rng(1)
+    for scale in [1e8, 1e20, 1e100, 1e150, 1e200, 1e300, 1e-200]:
+        Y = X.copy()
+        Y[0] = scale * rng.standard_normal(D)
+        other = stable.stable_covariance(Y, L, K)
+        assert abs(base.d_hat - other.d_hat) <= 2, scale
+        assert stable.stability_score(Y, L, K)[0] == other.d_hat
+        if scale > 1:
+            assert other.w[0] == 0
+    # exact power-of-two scaling of every row changes nothing (leverages are scale-invariant)
+    for e in [-900, -300, 300, 900]:
+        Z = np.ldexp(X, e)
+        other = stable.stable_covariance(Z, L, K)
+        assert other.d_hat == base.d_hat and np.array_equal(other.w, base.w)
+
+
+def test_release_is_scale_equivariant_and_bounded_to_its_domain():
+    budget = ApproxDP(1.0, 0.1)  # a loose delta lets n = 1e5 run (only the arithmetic is tested here)
+    X = gaussian(100_000, 5, 0)
+    a = stable.stable_release(X, budget, np.random.default_rng(5))
+    b = stable.stable_release(np.ldexp(X, 400), budget, np.random.default_rng(5))
+    assert np.array_equal(np.ldexp(a, 800), b)  # computed at the scale of the largest entry, exactly
+    Y = X.copy()
+    Y[0] = 1e140  # inside the domain: a finite release, this row filtered out
+    c = stable.stable_release(Y, budget, np.random.default_rng(5))
+    assert np.isfinite(c).all() and np.allclose(c, a, rtol=0.5)
+    Y[0] = 1e160
+    with pytest.raises(ValueError, match="at most"):
+        stable.stable_release(Y, budget, np.random.default_rng(5))
