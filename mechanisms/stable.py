@@ -402,10 +402,13 @@ def stable_covariance(X, L0: float, k: int) -> StableCovariance:
 def stability_score(X, L0: float, k: int) -> tuple[int, int]:
     """Alg 3's d_hat alone, with early stopping: (d_hat, factorisations).
 
-    Once k rows are removed at some threshold, every S_j with j <= k (a subset) misses >= k rows, so
-    d_hat = k: the filters stop there. At most k + 1 rounds, whatever the data; equal to
-    ``stable_covariance(X, L0, k).d_hat`` (tested). Used before the PTR test, so that data far from
-    safe (e.g. heavy tails, where the full filters cascade through thousands of rounds) fail fast."""
+    The filters run from j = 2k down. Once k rows are removed at threshold j, every S_j' with j' <= j
+    (a subset) misses >= k rows, so its term n - |S_j'| + j' >= k cannot lower the minimum: d_hat is
+    the minimum over the thresholds already done (k when j >= k), and the filters stop there. At most
+    k + 1 rounds, whatever the data; equal to ``stable_covariance(X, L0, k).d_hat`` (tested, also on
+    data with many rows just above L0, where stopping with d_hat = k would be wrong). Used before the
+    PTR test, so that data far from safe (e.g. heavy tails, where the full filters cascade through
+    thousands of rounds) fail fast."""
     X = np.asarray(X, dtype=float)
     n, k = len(X), int(k)
     filters = _Filter(X)
@@ -413,7 +416,7 @@ def stability_score(X, L0: float, k: int) -> tuple[int, int]:
     for j in range(2 * k, -1, -1):
         S = filters.run(math.exp(j / k) * L0, limit=k)
         if S is None:
-            return k, filters.rounds
+            return d_hat, filters.rounds
         if j <= k:
             d_hat = min(d_hat, n - int(S.sum()) + j)
     return d_hat, filters.rounds

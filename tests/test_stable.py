@@ -132,6 +132,24 @@ def test_early_stopping_score_equals_full_score(name, X):
     assert stable.stability_score(Y, L0, K)[0] == stable.stable_covariance(Y, L0, K).d_hat
 
 
+@pytest.mark.parametrize("extra", range(-2, 4))
+def test_early_stopping_with_many_rows_just_above_L0(extra):
+    """K + extra rows with leverage in (L, e^{1/K} L): removed at j = 0 only, so d_hat = min(K + extra, 1).
+    Stopping with d_hat = K once K rows are gone at j = 0 (as before issue 16) moved the released score
+    from 1 to K between neighbours (K - 1 and K such rows)."""
+    rng = np.random.default_rng(extra + 10)
+    n, L = 3000, 0.002
+    X = rng.standard_normal((n, D))
+    X /= np.linalg.norm(X, axis=1, keepdims=True) / math.sqrt(D)  # every leverage about D/n < L
+    q = K + extra
+    directions = rng.standard_normal((q, D))
+    X[:q] = directions / np.linalg.norm(directions, axis=1, keepdims=True) * math.sqrt(n * L * math.exp(0.5 / K))
+    full = stable.stable_covariance(X, L, K)
+    assert full.sizes[0] == n - q and full.sizes[1] == n  # the construction works
+    assert full.d_hat == min(q, 1)
+    assert stable.stability_score(X, L, K)[0] == full.d_hat
+
+
 @pytest.mark.parametrize("name, X", list(cases()))
 def test_soundness_weighted_leverage_at_most_20_L0(name, X):
     for Y in [X] + [Y for _, Y in neighbours(X, seed=3)]:

@@ -55,11 +55,13 @@ def unit(rng, d):
 
 def planted_dataset(rng, L0, n=N, d=D, k=K):
     """Bulk rows plus q planted outliers (rows 0..q-1) of leverage ~ e^u L0, u in [-0.5, 2.5]: spread
-    out, in duplicated pairs/triples, or collinear with different magnitudes."""
+    out, in duplicated pairs/triples, or collinear with different magnitudes; or a band of about k rows
+    just above L0 (u in [0, 2/k]: removed at j = 0 only)."""
     X = bulk(n, d, rng)
-    q = int(rng.integers(1, k + 3))
-    scales = np.sqrt(n * L0 * np.exp(rng.uniform(-0.5, 2.5, q)))
-    kind = rng.integers(3)
+    kind = rng.integers(4)
+    q = int(rng.integers(1, k + 3)) if kind < 3 else int(rng.integers(k - 1, k + 4))
+    scales = np.sqrt(n * L0 * np.exp(rng.uniform(-0.5, 2.5, q) if kind < 3 else rng.uniform(0, 2 / k, q)))
+    kind = min(kind, 2 * int(rng.integers(2)))  # the band: spread out or collinear
     if kind == 0:  # spread
         directions = np.array([unit(rng, d) for _ in range(q)])
     elif kind == 1:  # duplicated groups: same direction and magnitude
@@ -215,14 +217,21 @@ def completeness_objective(L0, k=K):
     return evaluate
 
 
-def score_objective(L0, k=K):
+def score_objective(L0, k=K, compare_full=True):
+    """The score the PTR test uses (``stability_score``, early-stopped) on x and x'; violation: a gap
+    above 2, or (``compare_full``) a difference from Alg 3's d_hat (``stable_covariance``)."""
     def evaluate(state):
         X, _, r, y = state
-        a, b = stable.stable_covariance(X, L0, k), stable.stable_covariance(replaced(X, r, y), L0, k)
-        gap = abs(a.d_hat - b.d_hat)
+        Y = replaced(X, r, y)
+        a, b = stable.stability_score(X, L0, k)[0], stable.stability_score(Y, L0, k)[0]
+        gap = abs(a - b)
         # ties broken towards the middle of the score range, where the cap at k does not hide changes
-        value = gap + 0.01 * min(a.d_hat, k - a.d_hat)
-        return value, (f"d_hat {a.d_hat} -> {b.d_hat}" if gap > 2 else None)
+        value = gap + 0.01 * min(a, k - a)
+        full = (stable.stable_covariance(X, L0, k).d_hat, stable.stable_covariance(Y, L0, k).d_hat
+                ) if compare_full else (a, b)
+        if (a, b) != full:
+            return value, f"early-stopped scores {a}, {b} but Alg 3 gives {full}"
+        return value, (f"d_hat {a} -> {b}" if gap > 2 else None)
     return evaluate
 
 
@@ -346,3 +355,28 @@ def test_search_finds_a_weight_change_above_the_proved_constant_at_the_old_param
     scores < k (the notes' constant 2 survived every search we ran; the proof does not cover it there)."""
     search = _run(weights_objective(OLD_L0), pair_start(OLD_L0), pair_perturb, SLOW, seed=0)
     assert search.violation is not None and "||w - w'||_1" in search.violation[0], search.best
+
+
+def _stability_score_before_issue_16(X, L0, k):
+    """The early stopping as it was: k as soon as k rows were removed at ANY threshold (wrong when that
+    threshold is below k: many rows just above L0 give d_hat = 1 through S_1)."""
+    X = np.asarray(X, dtype=float)
+    n, k = len(X), int(k)
+    filters = stable._Filter(X)
+    d_hat = k
+    for j in range(2 * k, -1, -1):
+        S = filters.run(math.exp(j / k) * L0, limit=k)
+        if S is None:
+            return k, filters.rounds
+        if j <= k:
+            d_hat = min(d_hat, n - int(S.sum()) + j)
+    return d_hat, filters.rounds
+
+
+def test_search_finds_the_early_stopping_bug_inside_the_proved_regime(monkeypatch):
+    """Power for P1: with the pre-issue-16 early stopping put back, the search (looking only at the
+    released score's gap between neighbours, not comparing with Alg 3) finds a gap above 2."""
+    monkeypatch.setattr(stable, "stability_score", _stability_score_before_issue_16)
+    search = _run(score_objective(L0_IN, compare_full=False), pair_start(L0_IN), pair_perturb, FAST, seed=1)
+    assert search.violation is not None, search.best
+    assert search.violation[0].startswith("d_hat")
