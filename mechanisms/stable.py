@@ -63,7 +63,7 @@ from scipy import linalg, optimize, stats
 from .privacy import ApproxDP
 from .problem import CovProblem
 
-SOUNDNESS_FACTOR = 20.0  # property 3 of the notes: weighted leverage <= 20 L0 wherever w_i > 0 (checked: (C2))
+SOUNDNESS_FACTOR = 20.0  # property 3 of the notes: weighted leverage <= 20 L0 where w_i > 0 ((C2))
 ON_FAIL = ("raise", "zero")  # stable_gsampling's on_fail: raise the failure, or release the zero matrix
 MAX_ENTRY = 2.0**500  # domain of stable_release: |x_ij| <= 2^500 ~ 3e150, so covariances stay finite
 _CHUNK = 1 << 17  # rows per block of the triangular solve (bounds the temporary d x chunk array)
@@ -122,7 +122,7 @@ def ptr_k(eps1: float, delta1: float) -> int:
 
 
 def soundness_bound(L0: float, k: int) -> float:
-    """Lemma 6 of docs/stable_privacy.md: when d_hat < k, every point of positive weight has weighted
+    """Lemma 7 of docs/stable_privacy.md: when d_hat < k, every point of positive weight has weighted
     leverage <= e^2 L0 / (1 - (k - 1) e^2 L0) (inf when (k - 1) e^2 L0 >= 1)."""
     lam = math.e**2 * L0
     return lam / (1 - (k - 1) * lam) if (k - 1) * lam < 1 else math.inf
@@ -137,7 +137,7 @@ def proved_L0_limit(k: int, factor: float | None = None) -> float:
 
 
 def mahalanobis_sensitivity(L0: float, n: int, d: int, k: int) -> float:
-    """Delta: d_M(Sigma_w(x), Sigma_w(x')) for neighbours with d_hat < k (Lemma 8 of the proof)."""
+    """Delta: d_M(Sigma_w(x), Sigma_w(x')) for neighbours with d_hat < k (Lemma 9 of the proof)."""
     c = 4 * SOUNDNESS_FACTOR * L0
     if c >= 0.25 or n - k <= 2:
         return math.inf
@@ -146,8 +146,9 @@ def mahalanobis_sensitivity(L0: float, n: int, d: int, k: int) -> float:
 
 
 def gaussian_sampling_epsilon(m: int, sensitivity: float, delta: float) -> float:
-    """Lemma 9: Alg 1 with m samples on Sigma, Sigma' with d_M(Sigma, Sigma') <= Delta < 1 is
-    (eps, delta)-indistinguishable for eps = min over a = alpha - 1 in (0, 1/Delta) of
+    """Lemma 10 of docs/stable_privacy.md: Alg 1 with m samples on Sigma, Sigma' with
+    d_M(Sigma, Sigma') <= Delta < 1 is (eps, delta)-indistinguishable for
+    eps = min over a = alpha - 1 in (0, 1/Delta) of
         m Delta^2/4 (1/(1 - Delta)^2 + a/(1 - a Delta)^2) + ln(1/delta)/a
     (a bound on the Renyi divergence of order alpha between Gaussians, then the RDP conversion). Every a
     gives a valid bound; the minimiser only makes it small."""

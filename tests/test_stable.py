@@ -143,7 +143,8 @@ def test_early_stopping_with_many_rows_just_above_L0(extra):
     X /= np.linalg.norm(X, axis=1, keepdims=True) / math.sqrt(D)  # every leverage about D/n < L
     q = K + extra
     directions = rng.standard_normal((q, D))
-    X[:q] = directions / np.linalg.norm(directions, axis=1, keepdims=True) * math.sqrt(n * L * math.exp(0.5 / K))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    X[:q] = directions * math.sqrt(n * L * math.exp(0.5 / K))
     full = stable.stable_covariance(X, L, K)
     assert full.sizes[0] == n - q and full.sizes[1] == n  # the construction works
     assert full.d_hat == min(q, 1)
@@ -363,7 +364,7 @@ def _renyi_gaussians(u, alpha):
 
 
 def test_gaussian_sampling_renyi_bound():
-    """Lemma 9: D_alpha <= ||u||^2/4 (1/(1 - Delta)^2 + a/(1 - a Delta)^2), a = alpha - 1, for every u
+    """Lemma 10: D_alpha <= ||u||^2/4 (1/(1 - Delta)^2 + a/(1 - a Delta)^2), a = alpha - 1, for every u
     with ||u||_2 <= Delta (both signs, spread or concentrated), and the (eps, delta) it implies is at
     least the exact conversion of the exact divergence (so the certificate is a bound, not an estimate)."""
     rng = np.random.default_rng(0)

@@ -1,10 +1,10 @@
 """Adversarial search for violations of the four properties of Alg 3 (docs/stable_privacy.md):
 
-  (P1) score sensitivity   |d_hat(x) - d_hat(x')| <= 2                          (Lemma 3)
-  (P2) completeness        every l(i) <= L0  =>  d_hat = 0 and w = 1            (Lemma 4)
-  (P3) soundness           d_hat < k, w_i > 0  =>  l_w(i) <= B(k, L0) <= 20 L0  (Lemma 6)
-  (P4) weight stability    d_hat(x), d_hat(x') < k  =>  ||w - w'||_1 <= 2 - 1/k  (Lemma 7),
-                           and d_M(Sigma_w(x), Sigma_w(x')) <= the bound of Lemma 8
+  (P1) score sensitivity   |d_hat(x) - d_hat(x')| <= 2                          (Lemma 4)
+  (P2) completeness        every l(i) <= L0  =>  d_hat = 0 and w = 1            (Lemma 5)
+  (P3) soundness           d_hat < k, w_i > 0  =>  l_w(i) <= B(k, L0) <= 20 L0  (Lemma 7)
+  (P4) weight stability    d_hat(x), d_hat(x') < k  =>  ||w - w'||_1 <= 2 - 1/k  (Lemma 8),
+                           and d_M(Sigma_w(x), Sigma_w(x')) <= the bound of Lemma 9
 
 The search starts from borderline datasets (a bulk of low-leverage rows plus planted outliers: spread
 out, duplicated, or collinear groups, with leverages around the thresholds e^{j/k} L0) and improves the
@@ -213,7 +213,8 @@ def completeness_objective(L0, k=K):
         result = stable.stable_covariance(X, L0, k)
         value = float((lev > 0.99 * L0).sum())
         bad = result.d_hat != 0 or not (result.w == 1).all()
-        return value, (f"all leverages <= L0 but d_hat = {result.d_hat}, min w = {result.w.min()}" if bad else None)
+        return value, (f"every leverage <= L0 but d_hat = {result.d_hat}, min w = {result.w.min()}"
+                       if bad else None)
     return evaluate
 
 
@@ -236,7 +237,7 @@ def score_objective(L0, k=K, compare_full=True):
 
 
 def mahalanobis_bound(L0, n, d, k):
-    """Lemma 8 with the proved soundness bound B (independent of the code's 20 L0 constant):
+    """Lemma 9 with the proved soundness bound B (independent of the code's 20 L0 constant):
     ||E||_F <= a B + a' B / (1 - a' B), a + a' <= 3 - 1/k, a' <= 2 - 1/k; W' >= n - k + 1."""
     B = stable.soundness_bound(L0, k)
     mass, one_side = 3 - 1 / k, 2 - 1 / k
@@ -248,7 +249,7 @@ def mahalanobis_bound(L0, n, d, k):
 
 
 def weights_objective(L0, k=K, bound=None):
-    """Value: ||w - w'||_1 when both scores are < k; violation: above 2 - 1/k, or d_M above Lemma 8."""
+    """Value: ||w - w'||_1 when both scores are < k; violation: above 2 - 1/k, or d_M above Lemma 9."""
     bound = 2 - 1 / k if bound is None else bound
     dm_bound = mahalanobis_bound(L0, N, D, k)
 
@@ -345,7 +346,7 @@ def test_search_finds_the_soundness_violation_at_the_old_parameters(size):
     result = stable.stable_covariance(X, OLD_L0, K)
     lev = stable.weighted_leverages(X, result.w)[result.w > 0].max()
     assert result.d_hat < K and lev > 20 * OLD_L0
-    with pytest.raises(stable.InsufficientData, match=r"\(C1\) threshold spacing FAILS.*\(C2\) soundness FAILS"):
+    with pytest.raises(stable.InsufficientData, match=r"\(C1\) threshold spacing FAILS.*\(C2\) soundness"):
         stable.stable_parameters(N, D, ApproxDP(1.0, 1e-6), L0=OLD_L0, k=K)
 
 
