@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from data.gaussian import gaussian_kappa, kappa_population
 from experiments.metrics import mahalanobis
@@ -24,12 +25,12 @@ def gaussian(n, d, seed):
     return np.random.default_rng(seed).standard_normal((n, d)) @ np.random.default_rng(seed + 99).standard_normal((d, d))
 
 
-def borderline(n, d, L0, seed, planted=12):
-    """Gaussian rows plus ``planted`` rows with leverage spread over [L0, e^2.5 L0]: d_hat lands
-    anywhere in 0..k, so the properties are exercised where they bite."""
+def borderline(n, d, L0, seed, planted=12, spread=(0, 2.5)):
+    """Gaussian rows plus ``planted`` rows with leverage spread over [e^a L0, e^b L0], (a, b) = ``spread``:
+    with fewer than k rows above L0, d_hat < k and the properties are exercised where they bite."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
-    u = rng.uniform(0, 2.5, planted)
+    u = rng.uniform(*spread, planted)
     directions = rng.standard_normal((planted, d))
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     X[:planted] = directions * np.sqrt(n * L0 * np.exp(u))[:, None]
@@ -58,15 +59,25 @@ def neighbours(X, seed):
     return out
 
 
-N, D, K = 300, 3, 6
-L0 = stable.default_L0(N, D)
+N, D, K = 1200, 3, 6  # inside the proved regime: default_L0(1200, 3) = 0.0154 <= proved_L0_limit(6) = 0.0171
+L0 = stable.default_L0(N, D)  # (n = 300 with k = 6, the parameters before issue 16, is outside it)
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    with threadpool_limits(limits=1):  # mostly tiny matrices: BLAS threads only cost time
+        yield
+
+
+def test_module_parameters_are_inside_the_proved_regime():
+    assert L0 <= stable.proved_L0_limit(K)
 
 
 def cases():
     for seed in range(6):
         yield "gaussian", gaussian(N, D, seed)
-        yield "borderline", borderline(N, D, L0, seed)
-        yield "borderline-many", borderline(N, D, L0, seed, planted=30)
+        yield "borderline", borderline(N, D, L0, seed, planted=4)
+        yield "borderline-many", borderline(N, D, L0, seed, planted=30, spread=(-1.5, 0.15))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -153,11 +164,17 @@ def test_early_stopping_with_many_rows_just_above_L0(extra):
 
 @pytest.mark.parametrize("name, X", list(cases()))
 def test_soundness_weighted_leverage_at_most_20_L0(name, X):
+    """Property 3 (Lemma 7): when d_hat < k, weighted leverage <= B(k, L0) <= 20 L0 where w_i > 0."""
+    checked = 0
     for Y in [X] + [Y for _, Y in neighbours(X, seed=3)]:
         result = stable.stable_covariance(Y, L0, K)
+        if result.d_hat >= K:
+            continue
         positive = result.w > 0
         lev = stable.weighted_leverages(Y, result.w)
-        assert (lev[positive] <= stable.SOUNDNESS_FACTOR * L0).all()
+        assert (lev[positive] <= stable.soundness_bound(L0, K)).all()
+        checked += 1
+    assert checked and stable.soundness_bound(L0, K) <= stable.SOUNDNESS_FACTOR * L0
 
 
 def test_removal_neighbour_at_fixed_parameters():
