@@ -316,14 +316,18 @@ def read_spectra(directory) -> pd.DataFrame | None:
 
 
 def _matching_spectrum(row: dict, spectra: pd.DataFrame | None) -> dict | None:
+    """The spectrum row with the same data parameters as ``row`` (eigenvalues parsed once per frame)."""
     if spectra is None or spectra.empty:
         return None
     keys = [c for c in spectra.columns if c not in SPECTRUM_COLUMNS]
     if not all(k in row for k in keys):
         return None
-    hit = spectra[np.logical_and.reduce([spectra[k].astype(str) == str(row[k]) for k in keys])] \
-        if keys else spectra
-    return hit.iloc[0].to_dict() if len(hit) else None
+    if "_lookup" not in spectra.attrs:
+        spectra.attrs["_lookup"] = {
+            tuple(str(r[k]) for k in keys): {"rows": r["rows"], "dim": r["dim"],
+                                             "eigenvalues": np.array(str(r["eigenvalues"]).split(), dtype=float)}
+            for r in spectra.to_dict("records")}
+    return spectra.attrs["_lookup"].get(tuple(str(row[k]) for k in keys))
 
 
 def row_params(row: dict, spectra: pd.DataFrame | None = None, budget: dict | None = None) -> dict:
@@ -335,7 +339,7 @@ def row_params(row: dict, spectra: pd.DataFrame | None = None, budget: dict | No
     spectrum = _matching_spectrum(row, spectra)
     if spectrum is not None:
         params["n"], params["d"] = int(spectrum["rows"]), int(spectrum["dim"])
-        params["eigenvalues"] = np.array(str(spectrum["eigenvalues"]).split(), dtype=float)
+        params["eigenvalues"] = spectrum["eigenvalues"]
     elif row.get("dataset") == "synthetic_zipf" and {"n", "N", "s"} <= set(params):
         params["trace"] = zipf_trace(params["n"], params["N"], params["s"])
     for key in ("n", "d"):
@@ -356,8 +360,9 @@ def worst_case_bounds(d, n: float) -> dict[str, np.ndarray]:
     d = np.asarray(d, dtype=float)
     cap = lambda v: np.minimum(v, 1.0)  # noqa: E731
     return {
-        "GaussCov upper: d/n": cap(d / n),
-        "EMCov upper: d^{3/4}/√n + √d/n": cap(d**0.75 / math.sqrt(n) + np.sqrt(d) / n),
-        "SeparateCov upper: d^{1/4}/√n + √d/n": cap(d**0.25 / math.sqrt(n) + np.sqrt(d) / n),
-        "lower bound: max(√d/n, d/n if d < √n)": cap(np.where(d < math.sqrt(n), d / n, np.sqrt(d) / n)),
+        "GaussCov upper: $d/n$": cap(d / n),
+        r"EMCov upper: $d^{3/4}/\sqrt{n} + \sqrt{d}/n$": cap(d**0.75 / math.sqrt(n) + np.sqrt(d) / n),
+        r"SeparateCov upper: $d^{1/4}/\sqrt{n} + \sqrt{d}/n$": cap(d**0.25 / math.sqrt(n) + np.sqrt(d) / n),
+        r"lower bound: $\sqrt{d}/n$, and $d/n$ for $d < \sqrt{n}$": cap(np.where(d < math.sqrt(n), d / n,
+                                                                                  np.sqrt(d) / n)),
     }
