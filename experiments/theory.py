@@ -366,3 +366,45 @@ def worst_case_bounds(d, n: float) -> dict[str, np.ndarray]:
         r"lower bound: $\sqrt{d}/n$, and $d/n$ for $d < \sqrt{n}$": cap(np.where(d < math.sqrt(n), d / n,
                                                                                   np.sqrt(d) / n)),
     }
+
+
+# --- measured vs predicted -------------------------------------------------------------------------
+
+def comparison(summary: pd.DataFrame, metric: str, variants: dict | None = None,
+               spectra: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per summary row with a prediction: line, kind, measured mean, predicted, ratio."""
+    rows = []
+    for row in summary.to_dict("records"):
+        spec = (variants or {}).get(row["mechanism"], {})
+        mechanism = spec.get("mechanism", row["mechanism"])
+        if spec.get("options") or mechanism not in KIND or metric not in METRICS:
+            continue
+        predicted = predicted_error(mechanism, row_params(row, spectra, spec.get("budget")), metric)
+        if predicted is None or not predicted > 0:
+            continue
+        measured = row[f"err_{metric}_mean"]
+        rows.append({"line": row["label"], "kind": KIND[mechanism], "measured": measured,
+                     "predicted": predicted, "ratio": measured / predicted, "point": row})
+    return pd.DataFrame(rows)
+
+
+def _report(directories: list[str]) -> None:
+    """python -m experiments.theory results/dong2022/fig3c ...: measured / predicted per line."""
+    import yaml
+
+    for name in directories:
+        directory = Path(name)
+        summary = pd.read_csv(directory / "summary.csv")
+        resolved = yaml.safe_load((directory / "config.yaml").read_text())
+        metric = resolved["metrics"][0]
+        table = comparison(summary, metric, resolved.get("variants") or {}, read_spectra(directory))
+        print(f"== {directory} ({metric})")
+        for (line, kind), part in table.groupby(["line", "kind"], sort=False) if len(table) else []:
+            print(f"  {line:28s} {kind:5s} measured/predicted: min {part.ratio.min():.3g}  "
+                  f"median {part.ratio.median():.3g}  max {part.ratio.max():.3g}  ({len(part)} points)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    _report(sys.argv[1:])

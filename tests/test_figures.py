@@ -255,3 +255,10 @@ def test_gallery_is_not_stale_and_shows_every_committed_figure():
         assert f"](results/{c.out}.png)" in expected, f"{c.out} is not in the gallery"
     readme = (ROOT / "README.md").read_text().splitlines()[:30]
     assert any("GALLERY.md" in line for line in readme), "README's first screen must link GALLERY.md"
+
+
+def test_dong_fig1_is_drawn_from_the_formulas(tmp_path):
+    from figures.bounds import plot_bounds
+
+    png, pdf = plot_bounds(tmp_path / "fig1")
+    assert png.exists() and pdf.exists()

@@ -176,3 +176,27 @@ def fitted_from_results(kind: str) -> float:
 @pytest.mark.parametrize("kind", sorted(theory.FITTED))
 def test_fitted_constants_are_not_stale(kind):
     assert theory.FITTED[kind] == pytest.approx(fitted_from_results(kind), rel=0.01)
+
+
+def test_comparison_lines_up_measured_and_predicted():
+    predicted = theory.predicted_error("gauss", {"n": 1000, "d": 10, "rho": 0.1})
+    summary = pd.DataFrame([
+        {"mechanism": "gauss", "label": "GaussCov", "dataset": "x", "n": 1000, "d": 10, "rho": 0.1,
+         "err_fro_mean": predicted / 2},
+        {"mechanism": "adaptive", "label": "AdaptiveCov", "dataset": "x", "n": 1000, "d": 10, "rho": 0.1,
+         "err_fro_mean": 1.0},
+        {"mechanism": "g", "label": "G", "dataset": "x", "n": 1000, "d": 10, "eps": 1.0, "err_fro_mean": 1.0},
+    ])
+    table = theory.comparison(summary, "fro", {"g": {"mechanism": "gauss_approx", "budget": {"delta": 1e-6}}})
+    assert list(table.line) == ["GaussCov", "G"]  # no closed form for AdaptiveCov
+    assert table.ratio.iloc[0] == pytest.approx(0.5)
+    assert table.predicted.iloc[1] == pytest.approx(theory.predicted_error(
+        "gauss_approx", {"n": 1000, "d": 10, "eps": 1.0, "delta": 1e-6}))
+
+
+def test_worst_case_bounds_are_ordered_as_in_dong_fig1():
+    d = np.array([10.0, 1e3, 1e5])
+    curves = list(theory.worst_case_bounds(d, 1e4).values())
+    gauss, emcov, separate, lower = curves
+    assert np.all(lower <= separate) and np.all(separate <= emcov) and np.all(curves[0] <= 1)
+    assert gauss[0] < separate[0] and gauss[2] > separate[2]  # GaussCov wins for small d only
