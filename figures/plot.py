@@ -106,7 +106,9 @@ def format_log_y(axis, low: float, high: float) -> None:
 def _y_label(v: float, _=None) -> str:
     exponent = math.floor(math.log10(v) + 1e-9)
     mantissa = round(v / 10**exponent)
-    return _power_label(10, exponent) if mantissa == 1 else f"{mantissa}·{_power_label(10, exponent)}"
+    if mantissa == 1:
+        return _power_label(10, exponent)
+    return f"{v:g}" if -3 <= exponent <= 3 else f"{mantissa}·{_power_label(10, exponent)}"
 
 
 def overlapping_tick_labels(fig) -> list[tuple[str, str]]:

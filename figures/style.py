@@ -95,9 +95,8 @@ def paper_name(label: str) -> str:
 def figure_styles(lines: list[tuple[str, tuple]]) -> dict[tuple[str, tuple], Style]:
     """Styles for one figure's lines, each (label, ((parameter, value), ...) of the other varied
     parameters, empty for a plain mechanism line): a
-    mechanism's own style; lines of one mechanism that differ by a parameter value get a colour
-    per value (if the panel has one mechanism) or a marker and line style per value (several);
-    remaining clashes get the next unused marker."""
+    mechanism's own style; lines that differ by a parameter value get a colour and marker per value
+    and a line style per mechanism; remaining clashes get the next unused marker."""
     lines = list(dict.fromkeys(lines))  # the same line in several panels keeps one style
     labels = list(dict.fromkeys(label for label, _ in lines))
     # values are ((parameter, value), ...): the k-th value of a parameter gets the k-th value style
@@ -110,11 +109,10 @@ def figure_styles(lines: list[tuple[str, tuple]]) -> dict[tuple[str, tuple], Sty
     styles, used = {}, set()
     for label, value in lines:
         style = style_for(label)
-        if value:
+        if value:  # a colour and marker per value; a line style per mechanism if there are several
             i = values[tuple(p for p, _ in value)].index(value)
-            style = Style(VALUE_COLOURS[i % len(VALUE_COLOURS)], MARKERS[i % len(MARKERS)]) \
-                if len(labels) == 1 else \
-                replace(style, marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i % len(LINESTYLES)])
+            style = Style(VALUE_COLOURS[i % len(VALUE_COLOURS)], MARKERS[i % len(MARKERS)],
+                          LINESTYLES[labels.index(label) % len(LINESTYLES)])
         step = 0
         while style.key in used:
             style = replace(style, marker=MARKERS[(MARKERS.index(style.marker) + 1) % len(MARKERS)]
