@@ -26,6 +26,11 @@ def _images(directory: Path, results: Path, skip: set) -> list[tuple[str, str]]:
             if p.with_suffix("") not in skip]
 
 
+def _composite_entry(c) -> tuple:
+    return (f"results/{c.out}.png", c.spec.get("paper", c.spec.get("title", c.out)), c.spec.get("verdict", ""),
+            f"`{REDRAW}` (a paper-layout figure declared in `conf/figures/{c.source.name}`)")
+
+
 def gallery(targets, composites, results: Path, bounds_stem: str) -> str:
     """The text of GALLERY.md: per paper, the composite (paper-layout) figures, then each experiment's."""
     verdicts = (yaml.safe_load(VERDICTS.read_text()) or {}).get("verdicts", {}) if VERDICTS.exists() else {}
@@ -46,28 +51,28 @@ def gallery(targets, composites, results: Path, bounds_stem: str) -> str:
         entries = []
         if bounds_dir.removeprefix("results/").startswith(paper + "/"):
             entries.append((f"{bounds_stem}.png", "Dong, Liang & Yi 2022, Fig. 1: known worst-case bounds",
-                            verdicts.get(bounds_dir.removeprefix("results/"), ""), REDRAW))
-        for c in composites:
-            if c.out.startswith(paper + "/"):
-                entries.append((f"results/{c.out}.png", c.spec.get("paper", c.spec.get("title", c.out)),
-                                c.spec.get("verdict", ""),
-                                f"{REDRAW}  (declared in `conf/figures/{c.source.name}`)"))
+                            verdicts.get(bounds_dir.removeprefix("results/"), ""), f"`{REDRAW}`"))
+        pending = [c for c in composites if c.out.startswith(paper + "/")]
         skip = {results / c.out for c in composites}
         for target in items:
+            for c in [c for c in pending if c.spec["panels"][0]["summary"] == target.out]:
+                pending.remove(c)  # a paper-layout figure comes just before its first panel's experiment
+                entries.append(_composite_entry(c))
             directory = results / target.out
             images = _images(directory, results, skip)
             if not images:
-                entries.append((None, f"{target.out}: not generated yet", "", f"python scripts/reproduce.py {target.name}"))
+                entries.append((None, f"{target.out}: not generated yet", "", f"`python scripts/reproduce.py {target.name}`"))
                 continue
             for image, metric in images:
                 reference = (_paper_figure(directory) or target.out) + (f" — metric {metric}" if metric else "")
                 entries.append((image, reference, verdicts.get(target.out, ""),
-                                f"python scripts/reproduce.py {target.name}"))
+                                f"`python scripts/reproduce.py {target.name}` (runs what is missing, then draws)"))
+        entries += [_composite_entry(c) for c in pending]
         for image, reference, verdict, command in entries:
             lines += [f"### {reference}", ""]
             if image:
                 lines += [f"![{reference}]({image})", "", f"`{image}`", ""]
             if verdict:
                 lines += [f"Verdict: {verdict}", ""]
-            lines += [f"Regenerate: `{command}`", ""]
+            lines += [f"Regenerate: {command}", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
