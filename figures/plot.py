@@ -211,7 +211,7 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
         sem = panel.frame[f"err_{panel.metric}_sem"].fillna(0)
         frame = panel.frame.assign(_mean=mean, _low=mean - 1.96 * sem, _high=mean + 1.96 * sem,
                                    _fallbacks=panel.frame[FALLBACKS].fillna(0) if FALLBACKS in panel.frame else 0)
-        extremes = []
+        extremes, predicted = [], []  # measured means; theory values (they may leave the axes)
         for name, label, values in _line_keys(panel):
             mask = (frame.mechanism == name) & (frame.label == label)
             for param, value in zip(panel.lines, values):
@@ -239,7 +239,7 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
                 xs, ys, kind = prediction
                 handle, = ax.plot(xs, ys, color=style.colour, linestyle=(0, (4, 2)), lw=0.9, alpha=0.9)
                 theory_handles.setdefault(f"{paper_name(label)}: {kind}", handle)
-                extremes += [min(ys), max(ys)]
+                predicted += [min(ys), max(ys)]
         if panel.logx:
             ax.set_xscale("log")
             format_log_axis(ax.xaxis, panel.frame[panel.x].unique(), panel.x)
@@ -251,7 +251,12 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
             low, high = (min(positive), max(positive)) if positive else (1e-3, 1)
             if high / low < 1.05:  # a flat panel: don't magnify rounding noise
                 low, high = low / 2, high * 2
-                ax.set_ylim(low, high)
+            # theory lines widen the view by at most 3x beyond the measured ones (a prediction far off
+            # the data, e.g. before the clamp, runs off the panel instead of squashing the data)
+            theory_low = min([v for v in predicted if v > 0], default=low)
+            theory_high = max(predicted, default=high)
+            low, high = max(min(low, theory_low), low / 3), min(max(high, theory_high), high * 3)
+            ax.set_ylim(low / 1.25, high * 1.25)
             format_log_y(ax.yaxis, low, high)
         xlabel = panel.xlabel or PRETTY.get(panel.x, panel.x)
         caption = panel.caption
