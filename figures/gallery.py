@@ -26,8 +26,11 @@ def _images(directory: Path, results: Path, skip: set) -> list[tuple[str, str]]:
             if p.with_suffix("") not in skip]
 
 
-def _composite_entry(c) -> tuple:
-    return (f"results/{c.out}.png", c.spec.get("paper", c.spec.get("title", c.out)), c.spec.get("verdict", ""),
+def _composite_entry(c, results: Path) -> tuple:
+    reference = c.spec.get("paper", c.spec.get("title", c.out))
+    drawn = (results / c.out).with_suffix(".png").exists()
+    return (f"results/{c.out}.png" if drawn else None, reference if drawn else f"{reference}: not drawn yet",
+            c.spec.get("verdict", "") if drawn else "",
             f"`{REDRAW}` (a paper-layout figure declared in `conf/figures/{c.source.name}`)")
 
 
@@ -57,7 +60,7 @@ def gallery(targets, composites, results: Path, bounds_stem: str) -> str:
         for target in items:
             for c in [c for c in pending if c.spec["panels"][0]["summary"] == target.out]:
                 pending.remove(c)  # a paper-layout figure comes just before its first panel's experiment
-                entries.append(_composite_entry(c))
+                entries.append(_composite_entry(c, results))
             directory = results / target.out
             images = _images(directory, results, skip)
             if not images:
@@ -67,7 +70,7 @@ def gallery(targets, composites, results: Path, bounds_stem: str) -> str:
                 reference = (_paper_figure(directory) or target.out) + (f" — metric {metric}" if metric else "")
                 entries.append((image, reference, verdicts.get(target.out, ""),
                                 f"`python scripts/reproduce.py {target.name}` (runs what is missing, then draws)"))
-        entries += [_composite_entry(c) for c in pending]
+        entries += [_composite_entry(c, results) for c in pending]
         for image, reference, verdict, command in entries:
             lines += [f"### {reference}", ""]
             if image:

@@ -221,6 +221,10 @@ def render_figures(targets=TARGETS, experiments_too: bool = True) -> list[Path]:
                 print(f"note: no theory overlays needing the data for {target.out}: {err}")
         written.append(write_figures(experiment, pd.read_csv(directory / "summary.csv"), directory)[0])
     for composite in load_composites():
+        missing = [p["summary"] for p in composite.spec["panels"] if not (RESULTS / p["summary"] / "summary.csv").exists()]
+        if missing:
+            print(f"note: {composite.out} not drawn: no summary yet for {sorted(set(missing))}")
+            continue
         written.append(render_composite(composite)[0])
     written.append(plot_bounds(RESULTS / STEM)[0])
     return written
