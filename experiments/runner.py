@@ -245,5 +245,5 @@ def write_figures(experiment: Experiment, summary: pd.DataFrame, directory: Path
         stem = "figure" if metric == experiment.metrics[0] else f"figure_{metric}"
         png, pdf = plot_summary(summary, experiment.figure, metric, Path(directory) / stem,
                                 title=experiment.figure.title or experiment.paper_figure,
-                                params=experiment.param_names())
+                                params=experiment.param_names(), experiment=experiment)
     return png, pdf

@@ -4,7 +4,8 @@ the generated tables at the end of REPRODUCTION.md from the summaries.
     python scripts/reproduce.py --status          what is complete, what is left, time estimate
     python scripts/reproduce.py --all             run everything that is not complete (resumable)
     python scripts/reproduce.py fig3a amin/fig1a  only these targets (by name or output dir)
-    python scripts/reproduce.py --tables          only rebuild the tables
+    python scripts/reproduce.py --tables          only rebuild the tables, GALLERY.md and the composite figures
+    python scripts/reproduce.py --figures         re-draw every committed figure from its committed summary
 
 A target is complete when its summary.csv has every (mechanism, grid point) at the paper's trial
 count. A line (mechanism or variant) that is complete in the committed summary is re-used, never
@@ -199,6 +200,45 @@ def tables() -> str:
     return "\n".join(parts)
 
 
+def render_figures(targets=TARGETS, experiments_too: bool = True) -> list[Path]:
+    """Re-draw from the committed summaries, running nothing: each target's own figures (if
+    ``experiments_too``), the composite figures of conf/figures/*.yaml and Dong's Fig. 1. A missing
+    results/<target>/spectrum.csv (the data's eigenvalues, for theory overlays) is computed first."""
+    from experiments import theory
+    from figures.bounds import STEM, plot_bounds
+    from figures.composite import load_composites, render_composite
+
+    written = []
+    for target in targets if experiments_too else []:
+        directory = RESULTS / target.out
+        if not (directory / "summary.csv").exists():
+            continue
+        experiment = experiment_of(target, 1)
+        if not (directory / theory.SPECTRUM_FILE).exists() and set(experiment.metrics) & {"fro", "fro_rel"}:
+            try:
+                theory.spectra_frame(experiment).to_csv(directory / theory.SPECTRUM_FILE, index=False)
+            except (OSError, ValueError) as err:  # e.g. a data file not on this machine
+                print(f"note: no theory overlays needing the data for {target.out}: {err}")
+        written.append(write_figures(experiment, pd.read_csv(directory / "summary.csv"), directory)[0])
+    for composite in load_composites():
+        missing = [p["summary"] for p in composite.spec["panels"] if not (RESULTS / p["summary"] / "summary.csv").exists()]
+        if missing:
+            print(f"note: {composite.out} not drawn: no summary yet for {sorted(set(missing))}")
+            continue
+        written.append(render_composite(composite)[0])
+    written.append(plot_bounds(RESULTS / STEM)[0])
+    return written
+
+
+def rebuild_gallery() -> None:
+    from figures.bounds import STEM
+    from figures.composite import load_composites
+    from figures.gallery import GALLERY, gallery
+
+    GALLERY.write_text(gallery(TARGETS, load_composites(), RESULTS, f"results/{STEM}"))
+    print(f"rebuilt {GALLERY}")
+
+
 def rebuild_tables() -> None:
     text = REPRODUCTION.read_text()
     if BEGIN in text:
@@ -216,11 +256,20 @@ def main() -> None:
     parser.add_argument("targets", nargs="*", help="target names (e.g. fig3a) or output dirs (dong2022/fig3a)")
     parser.add_argument("--all", action="store_true", help="every target")
     parser.add_argument("--status", action="store_true", help="print progress and the time estimate only")
-    parser.add_argument("--tables", action="store_true", help="only rebuild REPRODUCTION.md's tables")
+    parser.add_argument("--tables", action="store_true",
+                        help="only rebuild REPRODUCTION.md's tables, GALLERY.md and the composite figures")
+    parser.add_argument("--figures", action="store_true",
+                        help="re-draw every committed figure from its committed summary (runs nothing)")
     parser.add_argument("--n-jobs", type=int, default=-1)
     args = parser.parse_args()
-    if args.tables:
+    if args.figures:
+        for path in render_figures():
+            print(f"drew {path.relative_to(ROOT)}")
+    if args.tables or args.figures:
+        if not args.figures:
+            render_figures(experiments_too=False)
         rebuild_tables()
+        rebuild_gallery()
         return
     chosen = TARGETS if args.all or args.status and not args.targets else []
     for wanted in args.targets:
@@ -250,6 +299,8 @@ def main() -> None:
         complete_target(t, args.n_jobs)
     print(f"\nall targets complete ({(time.perf_counter() - start) / 60:.1f} min)")
     rebuild_tables()
+    render_figures(experiments_too=False)
+    rebuild_gallery()
 
 
 if __name__ == "__main__":
