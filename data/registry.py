@@ -13,6 +13,7 @@ from .news import news
 from .registry_types import Data
 from .sparse import sparse_gaussian
 from .synthetic import synthetic_zipf
+from .table import table
 from .uci import uci
 
 
@@ -57,6 +58,8 @@ DATASETS = {ds.name: ds for ds in [
     Dataset("gaussian_kappa", gaussian_kappa, 1.0,
             "x ~ N(0, Sigma), cond(Sigma) = kappa, clipped to bound * sqrt(tr Sigma); raw rows kept"),
     Dataset("uci", uci, 1.0, "UCI wine | airfoil | adult (Amin et al. §4), min-max, rows / max norm"),
+    Dataset("table", table, 1.0,
+            "your own CSV/TSV/Parquet/.npy file: columns, standardisation, declared bound (clipped) or max"),
 ]}
 
 
