@@ -5,7 +5,8 @@
 Parameters (every one is recorded with each result row):
 - ``path``: the file (``.csv``, ``.tsv``, ``.parquet``/``.pq`` read by pandas, ``.npy`` by numpy); a
   relative path is looked up from the working directory, then in the data directories
-  (``data_dir``, ``$DPCOV_DATA``, ``../shared/data``, the cache: data/files.py).
+  (``data_dir``, ``$DPCOV_DATA``, ``../shared/data``, the cache: data/files.py), then in the
+  repository (for its example, ``docs/examples/table.csv``).
 - ``columns``: the columns to use (names; column indices for ``.npy``); null: every column (all
   must be numeric).
 - ``standardize``: ``none``; ``center`` (subtract column means); ``zscore`` (centre, divide by column
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import DataFileError, data_dirs, sha256sum
+from .files import REPO_ROOT, DataFileError, data_dirs, sha256sum
 from .registry_types import Data
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
@@ -43,7 +44,7 @@ def find_file(path, data_dir=None) -> Path:
     if not isinstance(path, (str, Path)) or not str(path):
         raise ValueError(f"path must name a data file (params.path=...), got {path!r}")
     given = Path(path).expanduser()
-    candidates = [given] + ([] if given.is_absolute() else [d / given for d in data_dirs(data_dir)])
+    candidates = [given] + ([] if given.is_absolute() else [d / given for d in [*data_dirs(data_dir), REPO_ROOT]])
     for candidate in candidates:
         if candidate.is_file():
             return candidate
