@@ -1,5 +1,6 @@
 """Plug-in mechanisms (mechanisms/registry.py): declared by @register_mechanism, named by a dotted
 path or a short name; the accountant, variants, runner, resume, workers and Dask work unchanged."""
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +182,55 @@ def test_the_audit_entry_point_accepts_the_example_plugin():
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr
     assert EXAMPLE in out.stdout
+
+
+def load_reproduce(monkeypatch):
+    spec = importlib.util.spec_from_file_location("reproduce_add", ROOT / "scripts" / "reproduce.py")
+    reproduce = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "reproduce_add", reproduce)  # dataclasses look their module up
+    spec.loader.exec_module(reproduce)
+    return reproduce
+
+
+def test_reproduce_add_plans_the_new_line_and_skips_targets_it_cannot_serve(tmp_path, capsys, monkeypatch):
+    reproduce = load_reproduce(monkeypatch)
+    fig3a = next(t for t in reproduce.TARGETS if t.name == "fig3a")
+    target, why = reproduce.with_lines(fig3a, [EXAMPLE])
+    plan = reproduce.plan_target(target, out_root=tmp_path)
+    assert why == "" and plan.missing == [EXAMPLE] and EXAMPLE not in set(plan.committed.mechanism)
+    assert plan.experiment.mechanisms[-1] == EXAMPLE and len(plan.experiment.mechanisms) > 1
+    monkeypatch.setattr("sys.argv", ["reproduce.py", "--add", EXAMPLE, "--out", str(tmp_path), "--status",
+                                     "fig3a", "fig8_eps"])
+    reproduce.main()
+    printed = capsys.readouterr().out
+    assert "dong2022/fig8_eps" in printed and "cannot meet a PureDP guarantee" in printed
+    assert "dong2022/fig3a" in printed and "runs, ~" in printed
+    for argv, message in ([["--add", EXAMPLE, "fig3a"], "--add needs --out"],
+                          [["--add", "nowhere:mech", "--out", str(tmp_path)], "cannot import module 'nowhere'"]):
+        monkeypatch.setattr("sys.argv", ["reproduce.py", *argv])
+        with pytest.raises(SystemExit):
+            reproduce.main()
+        assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_reproduce_add_runs_only_the_new_line_and_reuses_the_committed_ones(tmp_path, capsys, monkeypatch):
+    reproduce = load_reproduce(monkeypatch)
+    argv = ["reproduce.py", "--add", EXAMPLE, "--out", str(tmp_path), "--n-jobs", "1", "fig3a", "fig8_eps"]
+    monkeypatch.setattr("sys.argv", argv)
+    reproduce.main()
+    assert not (tmp_path / "dong2022" / "fig8_eps").exists()
+    merged = pd.read_csv(tmp_path / "dong2022" / "fig3a" / "summary.csv")
+    committed = pd.read_csv(ROOT / "results" / "dong2022" / "fig3a" / "summary.csv")
+    assert set(merged.mechanism) == {*committed.mechanism, EXAMPLE}
+    mine = merged[merged.mechanism == EXAMPLE]
+    assert len(mine) == 6 and (mine.err_fro_count == 50).all() and set(mine.label) == {"ShrunkGaussCov"}
+    key = ["mechanism", "N"]
+    pd.testing.assert_frame_equal(merged[merged.mechanism != EXAMPLE].sort_values(key).reset_index(drop=True),
+                                  committed.sort_values(key).reset_index(drop=True), check_dtype=False)
+    partial = pd.read_csv(tmp_path / "dong2022" / "fig3a" / "partial" / "results.csv")
+    assert set(partial.mechanism) == {EXAMPLE}  # nothing committed was re-run
+    assert (tmp_path / "dong2022" / "fig3a" / "figure.png").exists()
+    capsys.readouterr()
+    reproduce.main()  # complete: nothing runs again
+    assert "dong2022/fig3a                   complete" in capsys.readouterr().out
