@@ -84,6 +84,7 @@ TARGETS = [
     Target("amin2019/fig1b_raw", "amin_fig1b", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("amin2019/regression_raw", "amin_regression", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("lecture/stable_mahalanobis", "stable_mahalanobis", x="n", panel="kappa", seconds_per_run=0.1),
+    Target("advisor/phase_diagram", "phase_diagram", x="d", panel="n", seconds_per_run=0.06),  # scripts/advise.py
 ]
 
 
@@ -213,7 +214,8 @@ def tables() -> str:
         metric = [c for c in summary.columns if c.startswith("err_") and c.endswith("_mean")][0][4:-5]
         parts += [f"### {target.out} (`{target.experiment}`{''.join(' ' + o for o in target.overrides)}, {metric})", ""]
         groups = summary.groupby(target.panel) if target.panel else [(None, summary)]
-        others = {"d", "scaling"} & set(summary.columns) if target.experiment == "news_rho" else set()
+        others = {"d", "scaling"} & set(summary.columns) if target.experiment == "news_rho" else \
+            {"N"} if target.experiment == "phase_diagram" else set()
         for value, part in groups:
             if value is not None:
                 parts += [f"{target.panel} = {value if isinstance(value, str) else f'{value:g}'}", ""]
