@@ -3,15 +3,17 @@
 Besides the built-in ``MECHANISMS``, a mechanism may live in the user's own module (a plug-in,
 docs/api.md): a function ``fn(problem, accountant, rng, *, options...)`` decorated with
 ``@register_mechanism(notion=ZCDP, label=...)``, named by its dotted path ``"package.module:fn"``
-(imported on first use, so it also resolves in joblib or Dask worker processes that can import the
-module), or by the short ``name=`` the decorator gives it (known in every process that imported
-the module; the runner imports those modules in its workers, see ``plugin_modules``).
+(imported on first use), or by the short ``name=`` the decorator gives it (known in every process
+that imported the module). The runner has its joblib or Dask workers import the plug-ins' modules
+first, from where the parent found them (``plugin_modules``).
 """
 from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -158,18 +160,39 @@ def get_mechanism(name) -> Mechanism:
         return _resolve_path(name)
     raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}"
                      + "".join(f", {p}" for p in sorted(PLUGINS))
-                     + "; a plug-in is named by its dotted path 'package.module:function'")
+                     + "; a plug-in is named by its dotted path 'package.module:function' (a short name "
+                       "given by @register_mechanism exists only in processes that imported its module)")
 
 
-def plugin_modules(names) -> list[str]:
-    """Modules to import in a worker process so that the plug-in short names among ``names`` exist
-    there (dotted paths import themselves)."""
-    modules = {PLUGINS[n].fn.__module__ for n in names if isinstance(n, str) and n in PLUGINS}
-    return sorted(modules)
+def _import_root(module_name: str) -> str | None:
+    """The sys.path entry ``module_name`` was imported from (None: unknown, e.g. a namespace)."""
+    file = getattr(sys.modules.get(module_name), "__file__", None)
+    if not file:
+        return None
+    path = Path(file).resolve()
+    depth = module_name.count(".") + (2 if path.stem == "__init__" else 1)
+    return str(path.parents[depth - 1])
+
+
+def plugin_modules(names) -> list[tuple[str, str | None]]:
+    """(module, the sys.path entry it came from) of the plug-ins among ``names``, for a worker
+    process to import (``import_plugins``) before it runs them: short names exist only where their
+    module was imported, and a worker's sys.path may predate the parent's. Plug-ins defined in
+    ``__main__`` (a script or notebook) cannot be imported elsewhere and are left out."""
+    modules = set()
+    for name in names:
+        if not isinstance(name, str) or (name not in PLUGINS and ":" not in name):
+            continue
+        module = get_mechanism(name).fn.__module__
+        if module != "__main__":
+            modules.add((module, _import_root(module)))
+    return sorted(modules, key=str)
 
 
 def import_plugins(modules) -> None:
-    for module in modules:
+    for module, root in modules:
+        if root is not None and root not in sys.path:
+            sys.path.append(root)
         importlib.import_module(module)
 
 

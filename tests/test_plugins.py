@@ -131,9 +131,13 @@ def test_release_checks_its_arguments(problem):
         release("gauss", problem, ZCDP(0.1), 0)
 
 
-def test_plugins_run_through_config_variants_workers_and_resume(experiment):
-    """Dotted path and short name in mechanisms=[...], a variant with options, two worker processes;
-    the rerun resumes (nothing new) and the numbers equal a one-process run."""
+def test_plugins_run_through_config_variants_workers_and_resume(experiment, monkeypatch):
+    """Dotted path and short name in mechanisms=[...], a variant with options, two worker processes
+    started before the plug-ins' directory was on sys.path; the rerun resumes (nothing new) and the
+    numbers equal a one-process run."""
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(EXAMPLES)])
+    run_experiment(experiment("synthetic_trace", "n_jobs=2", "mechanisms=[zero]", output="warm"), make_figure=False)
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # the workers above keep their older sys.path
     import my_mechanisms  # noqa: F401  (registers the short name in this process)
 
     overrides = ["mechanisms=[gauss,my_mechanisms:shrunk_gauss,shrunk_gauss,strong]",
