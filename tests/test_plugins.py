@@ -12,7 +12,7 @@ import pytest
 from experiments.config import ConfigError
 from experiments.runner import run_experiment
 from mechanisms import BudgetExceeded, CovProblem, PureDP, ZCDP, get_mechanism, register_mechanism, release
-from mechanisms.registry import MECHANISMS, PLUGINS
+from mechanisms.registry import MECHANISMS, PLUGINS, plugin_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -238,3 +238,22 @@ def test_reproduce_add_runs_only_the_new_line_and_reuses_the_committed_ones(tmp_
     capsys.readouterr()
     reproduce.main()  # complete: nothing runs again
     assert "dong2022/fig3a                   complete" in capsys.readouterr().out
+
+
+def test_a_plugin_in_a_package_by_dotted_path(experiment, tmp_path, monkeypatch):
+    """pkg.sub.cov:fn -- dots and a colon in mechanisms=[...]; its import root goes to the workers."""
+    package = tmp_path / "site" / "mypkg" / "sub"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "cov.py").write_text(
+        "from mechanisms import ZCDP, register_mechanism\n"
+        "from mechanisms.gaussian import gauss_cov\n\n"
+        "@register_mechanism(notion=ZCDP, label='Mine')\n"
+        "def my_mech(problem, accountant, rng):\n"
+        "    return gauss_cov(problem, accountant, rng)\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    exp = experiment("synthetic_trace", "mechanisms=[gauss,mypkg.sub.cov:my_mech]")
+    rows = pd.read_csv(run_experiment(exp, make_figure=False).results)
+    assert set(rows.label) == {"GaussCov", "Mine"} and set(rows.spent) == {"0.1-zCDP"}
+    assert plugin_modules(exp.mechanisms) == [("mypkg.sub.cov", str((tmp_path / "site").resolve()))]
