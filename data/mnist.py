@@ -6,6 +6,11 @@ the training set is 0.614; per digit 0.45 (digit 1) to 0.61 (digit 0)). The IDX 
 with numpy and the parsed arrays are kept in the parse cache (``data.files.cached_array``), keyed
 by the files' SHA-256, so only the first load decompresses them.
 
+Where the files are found: ``<data dir>/mnist/<name>.gz`` (data/files.py's lookup order), or, so that
+users who already have MNIST through torchvision need no second copy, torchvision's layout
+``<root>/MNIST/raw/`` (``torchvision.datasets.MNIST(root)``) under any data directory -- the ``.gz``
+files or their uncompressed copies; every file is checked against its SHA-256 either way.
+
 IDX format (http://yann.lecun.com/exdb/mnist/): big-endian int32 magic 0x00 0x00 <type> <ndim>
 (2051 = unsigned bytes, 3 dimensions: images; 2049 = unsigned bytes, 1 dimension: labels), then
 ndim big-endian int32 sizes, then the data in C order.
@@ -18,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import DataFile, cached_array, data_dirs, locate
+from .files import DataFile, cached_array, data_dirs, locate, verify
 from .registry_types import Data
 
 SCALE = 255.0 * 28.0  # 255 * sqrt(d): pixel values 0..255, d = 784, so ||x|| <= 1
@@ -26,7 +31,8 @@ IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
 PARSE_VERSION = 1  # bump when the parsed arrays change meaning (invalidates the parse cache)
 
 _HOW = ("MNIST: the four files from http://yann.lecun.com/exdb/mnist/ (or any byte-identical "
-        "mirror) go in <data dir>/mnist/.")
+        "mirror) go in <data dir>/mnist/; a torchvision copy (<root>/MNIST/raw/) is used too if "
+        "<root> is a data dir (e.g. data_dir=<root>).")
 _MIRRORS = ("http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/")
 
 
@@ -43,6 +49,33 @@ TEST_IMAGES = _mnist_file("t10k-images-idx3-ubyte.gz",
                           "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6")
 TEST_LABELS = _mnist_file("t10k-labels-idx1-ubyte.gz",
                           "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6")
+
+
+# torchvision.datasets.MNIST(root) keeps the .gz files and their uncompressed copies in <root>/MNIST/raw/.
+TORCHVISION_FOLDER = "MNIST/raw"
+UNCOMPRESSED_SHA256 = {  # SHA-256 of the gunzipped file, by the .gz file's SHA-256
+    TRAIN_IMAGES.sha256: "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    TRAIN_LABELS.sha256: "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+}
+
+
+def torchvision_copies(file: DataFile) -> list[DataFile]:
+    """Where torchvision keeps ``file``: the .gz itself and, if its checksum is known, the
+    uncompressed copy."""
+    copies = [DataFile(TORCHVISION_FOLDER, file.name, file.sha256)]
+    if file.sha256 in UNCOMPRESSED_SHA256 and file.name.endswith(".gz"):
+        copies.append(DataFile(TORCHVISION_FOLDER, file.name[:-3], UNCOMPRESSED_SHA256[file.sha256]))
+    return copies
+
+
+def locate_mnist(file: DataFile, data_dir=None) -> Path:
+    """``file`` in the usual layout or torchvision's, per data directory in lookup order; else
+    ``locate`` (download into the cache, or the error naming every place looked)."""
+    for directory in data_dirs(data_dir):
+        for candidate in (file, *torchvision_copies(file)):
+            if (directory / candidate.relative).is_file():
+                return verify(directory / candidate.relative, candidate)
+    return locate(file, data_dir)
 
 
 class IDXError(ValueError):
@@ -79,10 +112,17 @@ def read_idx_gz(path: Path, expected_magic: int) -> np.ndarray:
     return parse_idx(raw, expected_magic, str(path))
 
 
+def read_idx(path: Path, expected_magic: int) -> np.ndarray:
+    """An IDX file, gzip-compressed (name ending .gz) or not (torchvision's extracted copies)."""
+    if Path(path).suffix == ".gz":
+        return read_idx_gz(path, expected_magic)
+    return parse_idx(Path(path).read_bytes(), expected_magic, str(path))
+
+
 def read_images_labels(images_path: Path, labels_path: Path) -> dict[str, np.ndarray]:
     """{"images": n x 784 uint8 (rows = flattened 28 x 28 images), "labels": n uint8}."""
-    images = read_idx_gz(images_path, IMAGES_MAGIC)
-    labels = read_idx_gz(labels_path, LABELS_MAGIC)
+    images = read_idx(images_path, IMAGES_MAGIC)
+    labels = read_idx(labels_path, LABELS_MAGIC)
     if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
         raise IDXError(f"{images_path} has shape {images.shape} but {labels_path} has shape "
                        f"{labels.shape}: expected n x rows x cols images and n labels")
@@ -99,7 +139,7 @@ def load_train(data_dir=None) -> dict[str, np.ndarray]:
     images, labels = TRAIN_IMAGES, TRAIN_LABELS  # read at call time, so tests can swap the specs
     memo = (tuple(map(str, data_dirs(data_dir))), images.sha256, labels.sha256)
     if memo not in _LOADED:  # once per process: per-trial subsamples reload it in every trial
-        paths = [locate(f, data_dir) for f in (images, labels)]
+        paths = [locate_mnist(f, data_dir) for f in (images, labels)]
         key = {"images": images.sha256, "labels": labels.sha256, "version": PARSE_VERSION}
         _LOADED.clear()
         _LOADED[memo] = cached_array("mnist-train", key, lambda: read_images_labels(*paths))

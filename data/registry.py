@@ -10,9 +10,11 @@ from typing import Callable
 from .gaussian import gaussian_kappa
 from .mnist import mnist, subsamples
 from .news import news
+from .news_hf import news_hf
 from .registry_types import Data
 from .sparse import sparse_gaussian
 from .synthetic import synthetic_zipf
+from .table import table
 from .uci import uci
 
 
@@ -54,9 +56,13 @@ DATASETS = {ds.name: ds for ds in [
             resampled=subsamples),
     Dataset("news", news, 1.0,
             "News Commentary (v16, else a v8 sentence subset), hashed to d buckets, rows scaled unit|max"),
+    Dataset("news_hf", news_hf, 1.0,
+            "News Commentary via Hugging Face datasets (hub or save_to_disk copy), hashed as news"),
     Dataset("gaussian_kappa", gaussian_kappa, 1.0,
             "x ~ N(0, Sigma), cond(Sigma) = kappa, clipped to bound * sqrt(tr Sigma); raw rows kept"),
     Dataset("uci", uci, 1.0, "UCI wine | airfoil | adult (Amin et al. §4), min-max, rows / max norm"),
+    Dataset("table", table, 1.0,
+            "your own CSV/TSV/Parquet/.npy file: columns, standardisation, declared bound (clipped) or max"),
 ]}
 
 

@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_limits
 from data.registry import get_dataset
 from mechanisms.problem import CovProblem
 from mechanisms.regression import RidgeTask
-from mechanisms.registry import release
+from mechanisms.registry import import_plugins, plugin_modules, release
 
 from .config import Experiment
 from .metrics import evaluate
@@ -80,9 +80,11 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
 
 
 def run_trials(experiment: Experiment, instance: Instance | None, point: dict, trials: list[int],
-               pending: dict[int, list[str]]) -> list[dict]:
+               pending: dict[int, list[str]], plugins: tuple = ()) -> list[dict]:
     """One task: some trials of one grid point, each running its pending mechanisms (instance None:
-    a resampled dataset, built here for each trial)."""
+    a resampled dataset, built here for each trial). ``plugins``: modules registering plug-in
+    mechanisms by short name, imported first (a worker process has not imported them yet)."""
+    import_plugins(plugins)
     rows = []
     with threadpool_limits(limits=1):  # one level of parallelism; also makes BLAS deterministic
         for trial in trials:
@@ -143,6 +145,7 @@ def plan(experiment: Experiment, done: set[tuple]):
 def _tasks(experiment: Experiment, work, chunk: int):
     """Lazily build each dataset instance once, then yield its trial chunks (grid order)."""
     cache_key, instance = None, None
+    plugins = tuple(plugin_modules(experiment.line(m).mechanism for m in experiment.mechanisms))
     for point, pending in work:
         key = params_key(data_params(experiment.dataset, point))
         if resampled(experiment, point):
@@ -152,7 +155,7 @@ def _tasks(experiment: Experiment, work, chunk: int):
         trials = sorted(pending)
         for i in range(0, len(trials), chunk):
             part = trials[i:i + chunk]
-            yield delayed(run_trials)(experiment, instance, point, part, {t: pending[t] for t in part})
+            yield delayed(run_trials)(experiment, instance, point, part, {t: pending[t] for t in part}, plugins)
 
 
 def in_experiment(experiment: Experiment, frame: pd.DataFrame) -> pd.Series:

@@ -8,13 +8,16 @@ import numpy as np
 
 
 def canonical(value):
-    """A parameter value in one canonical form (4, 4.0 and "4" from a CSV all become 4)."""
+    """A parameter value in one canonical form (4, 4.0 and "4" from a CSV all become 4; a list becomes
+    its text, as results.csv holds it)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return int(value) if float(value).is_integer() else float(value)
+    if isinstance(value, (list, tuple)):  # e.g. a table's columns: hashable, and as results.csv writes it
+        return str(list(value))
     return value
 
 

@@ -1,16 +1,27 @@
-"""Name -> mechanism. The runner only ever goes through ``release``; it never names a mechanism."""
+"""Name -> mechanism. The runner only ever goes through ``release``; it never names a mechanism.
+
+Besides the built-in ``MECHANISMS``, a mechanism may live in the user's own module (a plug-in,
+docs/api.md): a function ``fn(problem, accountant, rng, *, options...)`` decorated with
+``@register_mechanism(notion=ZCDP, label=...)``, named by its dotted path ``"package.module:fn"``
+(imported on first use), or by the short ``name=`` the decorator gives it (known in every process
+that imported the module). The runner has its joblib or Dask workers import the plug-ins' modules
+first, from where the parent found them (``plugin_modules``).
+"""
 from __future__ import annotations
 
+import importlib
 import inspect
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from . import adaptive, coinpress, emcov, gaussian, laplace, regression, stable, thresholding
-from .privacy import ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
+from .privacy import NOTIONS, ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
-from .spectral import as_matrix, clamp_eigenvalues
+from .spectral import Spectral, as_matrix, clamp_eigenvalues
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,7 @@ class Mechanism:
     fn: Callable  # fn(problem, accountant, rng, **options) -> matrix or Spectral
     source: str
     check: Callable[[dict], None] | None = None  # option values no dataset makes valid -> ValueError
+    plugin: bool = False  # defined outside this package (register_mechanism): its output is checked
 
     def option_names(self) -> list[str]:
         params = inspect.signature(self.fn).parameters.values()
@@ -60,34 +72,184 @@ MECHANISMS = {m.name: m for m in [
 ]}
 
 
-def get_mechanism(name: str) -> Mechanism:
-    if name not in MECHANISMS:
-        raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}")
-    return MECHANISMS[name]
+PLUGINS: dict[str, Mechanism] = {}  # short names given by @register_mechanism(name=...) in this process
+_ATTRIBUTE = "__dpcov_mechanism__"  # where the decorator stores a function's Mechanism
+_CONTEXT = ("problem", "accountant", "rng")  # a mechanism's positional arguments, in this order
 
 
-def check_options(name: str, options: dict) -> None:
-    known = get_mechanism(name).option_names()
+def _notion(notion) -> type:
+    if isinstance(notion, str) and notion.lower() in NOTIONS:
+        return NOTIONS[notion.lower()]
+    if notion in (ZCDP, PureDP, ApproxDP):
+        return notion
+    raise ValueError(f"notion must be ZCDP, PureDP or ApproxDP (or one of {sorted(NOTIONS)}), got {notion!r}")
+
+
+def _check_signature(fn: Callable) -> None:
+    params = list(inspect.signature(fn).parameters.values())
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    others = [p.name for p in params if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if len(positional) != len(_CONTEXT) or others:
+        raise TypeError(f"a mechanism is fn(problem, accountant, rng, *, option=default, ...); "
+                        f"{fn.__qualname__} takes ({', '.join(p.name for p in params)}): options must be "
+                        f"keyword-only (after a bare *)")
+
+
+def register_mechanism(*, notion, label: str | None = None, name: str | None = None, source: str = ""):
+    """Declare a function as a mechanism of privacy ``notion`` (ZCDP, PureDP or ApproxDP, or
+    "zcdp" / "pure" / "approx"): release runs it at the largest budget of that notion implying the
+    requested one, and it must spend that budget through the accountant it is given.
+
+    The function is then known by its dotted path ``"module:function"`` everywhere, and by ``name``
+    (optional, no ':' or '.') in processes that imported its module. Returns the function unchanged.
+    """
+    notion = _notion(notion)
+    if name is not None and (not isinstance(name, str) or not name or set(name) & set(":. =,[]{}")):
+        raise ValueError(f"name must be a non-empty string without ':', '.', spaces or brackets, got {name!r}")
+
+    def decorate(fn: Callable) -> Callable:
+        _check_signature(fn)
+        path = f"{fn.__module__}:{fn.__qualname__}"
+        mechanism = Mechanism(name or path, label or fn.__name__, notion, fn, source or path, plugin=True)
+        if name is not None:
+            if name in MECHANISMS:
+                raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")
+            known = PLUGINS.get(name)
+            if known is not None and f"{known.fn.__module__}:{known.fn.__qualname__}" != path:
+                raise ValueError(f"plug-in name {name!r} is already taken by {known.source}")
+            PLUGINS[name] = mechanism
+        setattr(fn, _ATTRIBUTE, mechanism)
+        return fn
+
+    return decorate
+
+
+def _resolve_path(path: str) -> Mechanism:
+    """The mechanism at ``"package.module:attribute"`` (imports the module)."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"a plug-in mechanism is named 'package.module:function', got {path!r}")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"cannot import module {module_name!r} of plug-in mechanism {path!r} ({err}): "
+                         f"put its directory on PYTHONPATH or pip install its package (worker processes "
+                         f"need to import it too)") from None
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"plug-in mechanism {path!r}: module {module_name!r} has no {attribute!r}")
+        obj = getattr(obj, part)
+    mechanism = obj if isinstance(obj, Mechanism) else getattr(obj, _ATTRIBUTE, None)
+    if not isinstance(mechanism, Mechanism):
+        raise ValueError(f"{path!r} is not a mechanism: decorate it with "
+                         f"@register_mechanism(notion=ZCDP, label=...) to declare its privacy notion")
+    return replace(mechanism, name=path)
+
+
+def get_mechanism(name) -> Mechanism:
+    """A built-in name, a plug-in's short name or dotted path, or a decorated function itself."""
+    if isinstance(name, Mechanism):
+        return name
+    if callable(name) and isinstance(getattr(name, _ATTRIBUTE, None), Mechanism):
+        return getattr(name, _ATTRIBUTE)
+    if not isinstance(name, str):
+        raise ValueError(f"a mechanism is a name (str) or a @register_mechanism function, got {name!r}")
+    if name in MECHANISMS:
+        return MECHANISMS[name]
+    if name in PLUGINS:
+        return PLUGINS[name]
+    if ":" in name:
+        return _resolve_path(name)
+    raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}"
+                     + "".join(f", {p}" for p in sorted(PLUGINS))
+                     + "; a plug-in is named by its dotted path 'package.module:function' (a short name "
+                       "given by @register_mechanism exists only in processes that imported its module)")
+
+
+def _import_root(module_name: str) -> str | None:
+    """The sys.path entry ``module_name`` was imported from (None: unknown, e.g. a namespace)."""
+    file = getattr(sys.modules.get(module_name), "__file__", None)
+    if not file:
+        return None
+    path = Path(file).resolve()
+    depth = module_name.count(".") + (2 if path.stem == "__init__" else 1)
+    return str(path.parents[depth - 1])
+
+
+def plugin_modules(names) -> list[tuple[str, str | None]]:
+    """(module, the sys.path entry it came from) of the plug-ins among ``names``, for a worker
+    process to import (``import_plugins``) before it runs them: short names exist only where their
+    module was imported, and a worker's sys.path may predate the parent's. Plug-ins defined in
+    ``__main__`` (a script or notebook) cannot be imported elsewhere and are left out."""
+    modules = set()
+    for name in names:
+        if not isinstance(name, str) or (name not in PLUGINS and ":" not in name):
+            continue
+        module = get_mechanism(name).fn.__module__
+        if module != "__main__":
+            modules.add((module, _import_root(module)))
+    return sorted(modules, key=str)
+
+
+def import_plugins(modules) -> None:
+    for module, root in modules:
+        if root is not None and root not in sys.path:
+            sys.path.append(root)
+        importlib.import_module(module)
+
+
+def _checked_output(mechanism: Mechanism, estimate, d: int):
+    """A plug-in's release must be a finite symmetric d x d matrix (or Spectral): a clear error if not."""
+    if isinstance(estimate, Spectral):
+        matrix = estimate.matrix()
+    else:
+        try:
+            matrix = np.asarray(estimate, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"mechanism {mechanism.name!r} returned {type(estimate).__name__}, "
+                            f"expected a d x d matrix or a Spectral") from None
+    if matrix.shape != (d, d):
+        raise ValueError(f"mechanism {mechanism.name!r} returned shape {matrix.shape}, expected ({d}, {d})")
+    if not np.all(np.isfinite(matrix)):
+        raise ValueError(f"mechanism {mechanism.name!r} returned NaN or inf")
+    if not np.allclose(matrix, matrix.T, rtol=1e-9, atol=1e-12 * max(1.0, float(np.abs(matrix).max()))):
+        raise ValueError(f"mechanism {mechanism.name!r} returned a non-symmetric matrix")
+    return estimate if isinstance(estimate, Spectral) else matrix
+
+
+def check_options(name, options: dict) -> None:
+    mechanism = get_mechanism(name)
+    known = mechanism.option_names()
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ValueError(f"unknown option(s) {unknown} for mechanism {name!r}; known: {known or 'none'}")
-    if get_mechanism(name).check is not None:
-        get_mechanism(name).check(options)
+        raise ValueError(f"unknown option(s) {unknown} for mechanism {mechanism.name!r}; known: {known or 'none'}")
+    if mechanism.check is not None:
+        mechanism.check(options)
 
 
-def release(name: str, problem: CovProblem, budget: Budget, rng: np.random.Generator, *,
+def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator, *,
             options: dict | None = None, clamp: bool = True) -> tuple[np.ndarray, Accountant]:
     """Run mechanism ``name`` on ``problem`` so that the output satisfies ``budget``.
 
-    The mechanism gets the largest budget of its own notion that implies ``budget`` and spends it
-    through the returned accountant. ``clamp`` projects the eigenvalues of the released estimate into
-    [0, r^2] (post-processing, so free of privacy cost).
+    ``name``: a built-in name, a plug-in's dotted path or short name, or a @register_mechanism
+    function. The mechanism gets the largest budget of its own notion that implies ``budget`` and
+    spends it through the returned accountant. ``clamp`` projects the eigenvalues of the released
+    estimate into [0, r^2] (post-processing, so free of privacy cost).
     """
     mechanism = get_mechanism(name)
+    if not isinstance(problem, CovProblem):
+        raise TypeError(f"problem must be a CovProblem (CovProblem.from_rows(X, radius=...)), got "
+                        f"{type(problem).__name__}")
+    if not isinstance(budget, (ZCDP, PureDP, ApproxDP)):
+        raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {budget!r}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {rng!r}")
     options = dict(options or {})
-    check_options(name, options)
+    check_options(mechanism, options)
     accountant = Accountant(budget_guaranteeing(budget, mechanism.notion))
     estimate = mechanism.fn(problem, accountant, rng, **options)
+    if mechanism.plugin:
+        estimate = _checked_output(mechanism, estimate, problem.d)
     if isinstance(estimate, regression.RidgeRelease):
         return estimate, accountant
     if clamp:

@@ -6,11 +6,19 @@ the generated tables at the end of REPRODUCTION.md from the summaries.
     python scripts/reproduce.py fig3a amin/fig1a  only these targets (by name or output dir)
     python scripts/reproduce.py --tables          only rebuild the tables, GALLERY.md and the composite figures
     python scripts/reproduce.py --figures         re-draw every committed figure from its committed summary
+    python scripts/reproduce.py --add mypkg.cov:my_mech --out results_mine/
+                                                  every figure with your mechanism's line added
 
 A target is complete when its summary.csv has every (mechanism, grid point) at the paper's trial
 count. A line (mechanism or variant) that is complete in the committed summary is re-used, never
 re-run; the missing lines run into <target>/partial/ (resumable from its results.csv) and are merged
 with the committed ones into summary.csv and the figure.
+
+``--add NAME --out DIR`` (NAME: a mechanism, e.g. a plug-in's dotted path; repeatable) adds the line
+to every chosen target (default: all) and writes the merged figures into DIR/<target>/: the committed
+lines come from results/ (never re-run, never modified), only the added lines run (resumable from
+DIR/<target>/partial/). Targets whose budget the mechanism's privacy notion cannot meet (a zCDP
+mechanism under pure eps-DP) are skipped with a note.
 """
 from __future__ import annotations
 
@@ -26,9 +34,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.config import compose_experiment  # noqa: E402
+from experiments.config import budget_from_params, compose_experiment  # noqa: E402
 from experiments.runner import in_experiment, run_experiment, write_figures  # noqa: E402
 from experiments.seeding import canonical  # noqa: E402
+from mechanisms.privacy import budget_guaranteeing  # noqa: E402
+from mechanisms.registry import get_mechanism  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from table import markdown  # noqa: E402
@@ -75,6 +85,7 @@ TARGETS = [
     Target("amin2019/fig1b_raw", "amin_fig1b", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("amin2019/regression_raw", "amin_regression", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("lecture/stable_mahalanobis", "stable_mahalanobis", x="n", panel="kappa", seconds_per_run=0.1),
+    Target("advisor/phase_diagram", "phase_diagram", x="d", panel="n", seconds_per_run=0.06),  # scripts/advise.py
 ]
 
 
@@ -176,6 +187,23 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
     return plan.out
 
 
+def with_lines(target: Target, names: list[str]) -> tuple[Target | None, str]:
+    """``target`` with the lines ``names`` added to its mechanisms, or (None, why) when a line's
+    privacy notion cannot meet the target's budget."""
+    exp = experiment_of(target, 1)
+    for name in names:
+        notion = get_mechanism(name).notion
+        for point in exp.grid():
+            try:
+                budget_guaranteeing(budget_from_params(point), notion)
+            except ValueError as err:
+                return None, f"skipped: {name} ({notion.__name__}) cannot run here ({err})"
+    added = [n for n in names if n not in exp.mechanisms]
+    mechanisms = f"mechanisms=[{','.join([*exp.mechanisms, *added])}]"
+    return Target(target.out, target.experiment, (*target.overrides, mechanisms), target.x, target.panel,
+                  target.seconds_per_run), ""
+
+
 def tables() -> str:
     parts = [BEGIN, "## Generated tables (mean error over trials; `python scripts/reproduce.py --tables`)", ""]
     for target in TARGETS:
@@ -187,7 +215,8 @@ def tables() -> str:
         metric = [c for c in summary.columns if c.startswith("err_") and c.endswith("_mean")][0][4:-5]
         parts += [f"### {target.out} (`{target.experiment}`{''.join(' ' + o for o in target.overrides)}, {metric})", ""]
         groups = summary.groupby(target.panel) if target.panel else [(None, summary)]
-        others = {"d", "scaling"} & set(summary.columns) if target.experiment == "news_rho" else set()
+        others = {"d", "scaling"} & set(summary.columns) if target.experiment == "news_rho" else \
+            {"N"} if target.experiment == "phase_diagram" else set()
         for value, part in groups:
             if value is not None:
                 parts += [f"{target.panel} = {value if isinstance(value, str) else f'{value:g}'}", ""]
@@ -260,6 +289,9 @@ def main() -> None:
                         help="only rebuild REPRODUCTION.md's tables, GALLERY.md and the composite figures")
     parser.add_argument("--figures", action="store_true",
                         help="re-draw every committed figure from its committed summary (runs nothing)")
+    parser.add_argument("--add", action="append", metavar="NAME", default=[],
+                        help="add this mechanism's line (built-in name or plug-in path; repeatable); needs --out")
+    parser.add_argument("--out", type=Path, help="write the figures here instead of results/ (re-using results/)")
     parser.add_argument("--n-jobs", type=int, default=-1)
     args = parser.parse_args()
     if args.figures:
@@ -271,7 +303,17 @@ def main() -> None:
         rebuild_tables()
         rebuild_gallery()
         return
-    chosen = TARGETS if args.all or args.status and not args.targets else []
+    if args.add and args.out is None:
+        parser.error("--add needs --out DIR: the committed results/ are re-used, never overwritten")
+    out_root = (args.out or RESULTS).resolve()
+    if out_root == RESULTS.resolve() and args.out is not None:
+        out_root = RESULTS
+    for name in args.add:
+        try:
+            get_mechanism(name)
+        except ValueError as err:
+            parser.error(str(err))
+    chosen = TARGETS if args.all or (args.status or args.add) and not args.targets else []
     for wanted in args.targets:
         match = [t for t in TARGETS if wanted in (t.name, t.out)]
         if not match:
@@ -279,7 +321,13 @@ def main() -> None:
         chosen += match
     if not chosen:
         parser.error("name targets, or use --all / --status / --tables")
-    states = {t.out: progress(t) for t in chosen}
+    if args.add:
+        extended = [(t, *with_lines(t, args.add)) for t in chosen]
+        for t, _, why in extended:
+            if why:
+                print(f"{t.out:32s} {why}")
+        chosen = [new for _, new, _ in extended if new is not None]
+    states = {t.out: progress(t, out_root) for t in chosen}
     left = sum(s[2] for s in states.values())
     for t in chosen:
         done, total, seconds = states[t.out]
@@ -290,17 +338,20 @@ def main() -> None:
         return
     start = time.perf_counter()
     for t in chosen:
-        done, total, seconds = progress(t)
-        if done == total:
+        done, total, seconds = progress(t, out_root)
+        if done == total and (out_root == RESULTS or (out_root / t.out / "summary.csv").exists()):
             continue
         left -= seconds
         print(f"\n=== {t.out}: {total - done} runs (~{seconds / 60:.0f} min; then ~{left / 60:.0f} min for the rest)",
               flush=True)
-        complete_target(t, args.n_jobs)
+        complete_target(t, args.n_jobs, out_root)
     print(f"\nall targets complete ({(time.perf_counter() - start) / 60:.1f} min)")
-    rebuild_tables()
-    render_figures(experiments_too=False)
-    rebuild_gallery()
+    if out_root == RESULTS:
+        rebuild_tables()
+        render_figures(experiments_too=False)
+        rebuild_gallery()
+    else:
+        print(f"figures: {out_root}/<target>/figure.png (committed lines from {RESULTS}, yours from partial/)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""scripts/advise.py: predicted errors from public facts, ranked, with the nearest committed
+measurement; the phase diagram from the committed (d, n) sweep."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.theory import predicted_error
+from mechanisms import ApproxDP, PureDP, ZCDP
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("advise", ROOT / "scripts" / "advise.py")
+advise = importlib.util.module_from_spec(spec)
+sys.modules["advise"] = advise
+spec.loader.exec_module(advise)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return advise.summaries()
+
+
+def test_ranked_table_from_public_facts(table):
+    frame = advise.advise(20000, 300, ZCDP(0.1), table=table)
+    ranked = frame[frame.predicted.notna()]
+    assert list(ranked.predicted) == sorted(ranked.predicted)  # ranked by the prediction
+    has_prediction = frame.predicted.notna().tolist()
+    assert has_prediction == sorted(has_prediction, reverse=True)  # predicted ones first
+    gauss = frame.set_index("mechanism").loc["gauss"]
+    worst = {"n": 20000, "d": 300, "rho": 0.1, "radius": 1.0}
+    assert gauss.predicted == pytest.approx(predicted_error("gauss", worst))  # the theory, unchanged
+    assert gauss.kind == "exact" and gauss["runs at"] == "0.1-zCDP"
+    assert frame.set_index("mechanism").loc["zero"].predicted == pytest.approx(1.0)  # ||Sigma||_F <= tr = 1
+    assert frame.set_index("mechanism").loc["ad"]["runs at"] == str(PureDP(np.sqrt(0.2)))
+    assert "adaptive" in set(frame.mechanism)  # no closed form, but listed with its measurement
+
+
+def test_budget_notions_decide_who_may_run(table):
+    pure = advise.advise(5000, 50, PureDP(1.0), table=table)
+    assert "gauss" not in set(pure.mechanism) and {"lap", "ad", "zero"} <= set(pure.mechanism)
+    approx = advise.advise(5000, 50, ApproxDP(1.0, 1e-6), table=table)
+    assert {"gauss", "gauss_approx", "dp_threshold", "ad"} <= set(approx.mechanism)
+
+
+def test_nearest_measurement_is_the_committed_number_at_a_committed_point(table):
+    """At a point of the committed phase-diagram sweep the nearest measurement is that very row, and
+    the exact prediction (before the clamp) is not below it."""
+    summary = pd.read_csv(ROOT / "results" / "advisor" / "phase_diagram" / "summary.csv")
+    row = summary[(summary.mechanism == "gauss") & (summary.N == 1) & (summary.n == 16000) & (summary.d == 100)]
+    value, where, distance = advise.nearest_measurement("gauss", 16000, 100, ZCDP(0.1), 1.0, "fro", table)
+    assert distance == 0 and value == pytest.approx(row.err_fro_mean.item())
+    assert "n=16000, d=100" in where and "tr=1" in where
+    predicted = predicted_error("gauss", {"n": 16000, "d": 100, "rho": 0.1})
+    assert value <= predicted * 1.02  # the clamp can only lower the error
+
+
+def test_trace_assumption_moves_the_zero_matrix_and_separatecov(table):
+    full = advise.advise(20000, 300, ZCDP(0.1), table=table).set_index("mechanism")
+    small = advise.advise(20000, 300, ZCDP(0.1), trace=0.04, table=table).set_index("mechanism")
+    assert small.loc["zero"].predicted == pytest.approx(0.04)
+    assert small.loc["separate"].predicted < full.loc["separate"].predicted
+    assert small.loc["gauss"].predicted == full.loc["gauss"].predicted  # data-independent noise
+    with pytest.raises(ValueError, match=r"trace must lie in \(0, r\^2\]"):
+        advise.advise(100, 5, ZCDP(0.1), trace=2.0, table=table)
+
+
+def test_command_line(capsys):
+    advise.main(["--n", "20000", "--d", "300", "--rho", "0.1"])
+    out = capsys.readouterr().out
+    assert "| 1 | SeparateCov (`separate`)" in out and "assumed tr = 1 (the worst case)" in out
+    assert "caveats:" in out and "never the data" in out
+    advise.main(["--table", "docs/examples/table.csv", "--columns", "height,weight,age", "--bound", "3",
+                 "--eps", "1", "--delta", "1e-6"])
+    out = capsys.readouterr().out
+    assert "n = 1000, d = 3 (only the shape is used)" in out and "r = 3" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--n", "0", "--d", "3", "--rho", "0.1"], "must be > 0"),
+    (["--n", "100", "--d", "3", "--rho", "0"], "rho must be a finite number > 0"),
+    (["--n", "100", "--d", "3", "--rho", "0.1", "--eps", "1"], "exactly one privacy budget"),
+    (["--n", "100", "--d", "3", "--eps", "1", "--delta", "2"], "delta must lie in (0, 1)"),
+    (["--d", "3", "--rho", "0.1"], "give --n and --d"),
+    (["--table", "docs/examples/table.csv", "--rho", "0.1"], "--table needs --bound"),
+    (["--table", "docs/examples/table.csv", "--bound", "-1", "--rho", "0.1"], "--bound must be a number > 0"),
+    (["--table", "docs/examples/table.csv", "--bound", "1", "--rho", "0.1"], "column 'city' is not numeric"),
+    (["--n", "100", "--d", "3", "--rho", "0.1", "--mechanisms", "gauss,nope"], "unknown mechanism 'nope'"),
+])
+def test_bad_input_is_refused(capsys, argv, message):
+    with pytest.raises(SystemExit):
+        advise.main(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_phase_diagram_of_the_committed_sweep(tmp_path):
+    summary = pd.read_csv(ROOT / "results" / "advisor" / "phase_diagram" / "summary.csv")
+    assert set(summary.mechanism) == {"gauss", "separate", "adaptive", "zero"} and set(summary.N) == {1, 4}
+    assert (summary.err_fro_count == 10).all()
+    summary.to_csv(tmp_path / "summary.csv", index=False)
+    png, cells = advise.phase_diagram(tmp_path)
+    assert png.exists() and png.with_suffix(".pdf").exists()
+    assert len(cells) == summary.groupby(["N", "n", "d"]).ngroups and (cells.margin >= 1).all()
+    # the qualitative picture (Dong et al. §1): GaussCov wins at small d / large n with tr = 1,
+    # SeparateCov at large d; the zero matrix only where n is small and tr < 1
+    best = cells.set_index(["N", "n", "d"]).best
+    assert best[(1, 64000, 10)] == "GaussCov" and best[(1, 1000, 400)] == "SeparateCov"
+    assert best[(4, 1000, 100)] == "Zero" and "Zero" not in set(best[1])

@@ -1,0 +1,141 @@
+"""Dataset ``table`` (data/table.py): a user's CSV/TSV/Parquet/.npy file as rows in a ball."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from data.files import DataFileError
+from data.registry import get_dataset
+from data.table import table
+from experiments.runner import run_experiment
+
+
+@pytest.fixture
+def frame():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.standard_normal((300, 3)) * [1.0, 2.0, 0.5] + [0, 1, 0], columns=["a", "b", "c"])
+    df["city"] = "Paris"
+    return df
+
+
+@pytest.fixture
+def csv(tmp_path, frame):
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def load(path, columns=None, standardize="none", bound=1.0, **kw):
+    return table(str(path), columns, standardize, bound, rng=np.random.default_rng(0), **kw)
+
+
+def test_declared_bound_clips_rows_and_records_the_fraction(csv, frame):
+    data = load(csv, ["a", "b", "c"], bound=2.0)
+    raw = frame[["a", "b", "c"]].to_numpy()
+    norms = np.linalg.norm(raw, axis=1)
+    assert data.radius == 2.0 and data.info["clipped_fraction"] == pytest.approx(np.mean(norms > 2))
+    assert 0 < data.info["clipped_fraction"] < 1 and data.info["private_preprocessing"] is True
+    inside = norms <= 2
+    assert np.array_equal(data.X[inside], raw[inside])  # rows inside the ball are untouched
+    assert np.allclose(np.linalg.norm(data.X[~inside], axis=1), 2.0)  # the others land on the sphere
+    assert np.allclose(data.X[~inside] / np.linalg.norm(data.X[~inside], axis=1)[:, None],
+                       raw[~inside] / norms[~inside, None])  # same directions
+    assert data.info["columns"] == "a,b,c" and data.info["max_norm"] == pytest.approx(norms.max())
+
+
+def test_bound_max_divides_by_the_largest_norm(csv, frame):
+    data = load(csv, ["a", "c"], bound="max")
+    raw = frame[["a", "c"]].to_numpy()
+    assert data.radius == 1.0 and np.allclose(data.X, raw / np.linalg.norm(raw, axis=1).max())
+    assert data.info["clipped_fraction"] == 0 and data.info["private_preprocessing"] is False
+
+
+@pytest.mark.parametrize("how", ["center", "zscore", "minmax"])
+def test_standardisation(csv, frame, how):
+    X = load(csv, ["a", "b"], standardize=how, bound=100.0).X
+    raw = frame[["a", "b"]].to_numpy()
+    if how == "minmax":
+        assert np.allclose(X.min(axis=0), 0) and np.allclose(X.max(axis=0), 1)
+    else:
+        assert np.allclose(X.mean(axis=0), 0, atol=1e-12)
+        scale = raw.std(axis=0) if how == "zscore" else 1
+        assert np.allclose(X, (raw - raw.mean(axis=0)) / scale)
+
+
+def test_all_formats_give_the_same_rows(tmp_path, frame):
+    numeric = frame[["a", "b", "c"]]
+    numeric.to_csv(tmp_path / "t.tsv", sep="\t", index=False)
+    np.save(tmp_path / "t.npy", numeric.to_numpy())
+    expected = load(tmp_path / "t.tsv", bound="max").X
+    assert np.array_equal(load(tmp_path / "t.npy", bound="max").X, expected)
+    assert np.array_equal(load(tmp_path / "t.npy", [0, 2], bound="max").X,
+                          load(tmp_path / "t.tsv", ["a", "c"], bound="max").X)
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow")
+    numeric.to_parquet(tmp_path / "t.parquet")
+    assert np.array_equal(load(tmp_path / "t.parquet", bound="max").X, expected)
+
+
+def test_relative_path_is_found_in_the_data_directory(tmp_path, frame, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "store").mkdir()
+    frame[["a"]].to_csv(tmp_path / "store" / "x.csv", index=False)
+    assert load("x.csv", data_dir=tmp_path / "store").X.shape == (300, 1)
+
+
+@pytest.mark.parametrize("columns, kwargs, message", [
+    (["a", "zz"], {}, r"no column\(s\) \['zz'\]; the file has \['a', 'b', 'c', 'city'\]"),
+    (["a", "a"], {}, "repeated columns"),
+    ([], {}, "columns is empty"),
+    (None, {}, "column 'city' is not numeric \\(row 0: 'Paris'\\)"),
+    (["a"], {"bound": 0}, "bound must be a number > 0"),
+    (["a"], {"bound": "largest"}, "bound must be a number > 0"),
+    (["a"], {"bound": None}, "set the norm bound"),
+    (["a"], {"standardize": "scale"}, "standardize must be one of"),
+])
+def test_bad_choices_are_refused(csv, columns, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        load(csv, columns, **kwargs)
+
+
+def test_bad_files_are_refused(tmp_path):
+    with pytest.raises(DataFileError, match="table file 'nowhere.csv' not found. Looked in"):
+        load("nowhere.csv", data_dir=tmp_path)
+    (tmp_path / "t.xlsx").write_text("a\n1\n")
+    with pytest.raises(ValueError, match="unsupported format '.xlsx'"):
+        load(tmp_path / "t.xlsx")
+    (tmp_path / "nan.csv").write_text("a,b\n1,2\n3,\n4,inf\n")
+    with pytest.raises(ValueError, match=r"2 row\(s\) hold NaN, inf or an empty cell \(first: row 1, column 'b'\)"):
+        load(tmp_path / "nan.csv")
+    (tmp_path / "empty.csv").write_text("a,b\n")
+    with pytest.raises(ValueError, match="no rows"):
+        load(tmp_path / "empty.csv")
+    (tmp_path / "mixed.csv").write_text("a\n1\n2\nthree\n")
+    with pytest.raises(ValueError, match="column 'a' is not numeric \\(row 2: 'three'\\)"):
+        load(tmp_path / "mixed.csv")
+    np.save(tmp_path / "flat.npy", np.arange(4.0))
+    with pytest.raises(ValueError, match=r"needs a 2-D array"):
+        load(tmp_path / "flat.npy")
+    np.save(tmp_path / "m.npy", np.ones((3, 2)))
+    with pytest.raises(ValueError, match=r"indices 0..1, got \[2\]"):
+        load(tmp_path / "m.npy", [0, 2])
+    (tmp_path / "zero.csv").write_text("a\n0\n0\n")
+    with pytest.raises(ValueError, match="every row is zero"):
+        load(tmp_path / "zero.csv", bound="max")
+
+
+def test_registered_and_runs_an_experiment_with_resume(experiment, csv):
+    assert get_dataset("table").param_names() == ["path", "columns", "standardize", "bound"]
+    exp = experiment("table_rho", f"params.path={csv}", "params.columns=[a,b]", "params.bound=3",
+                     "mechanisms=[gauss,zero]")
+    out = run_experiment(exp, make_figure=False)
+    rows = pd.read_csv(out.results)
+    assert len(rows) == 2 * 2 * 2 and set(rows.data_columns) == {"a,b"}
+    assert rows.data_file_sha256.nunique() == 1 and (rows.data_clipped_fraction > 0).all()
+    assert run_experiment(exp, make_figure=False).new_rows == 0  # list-valued params resume too
+
+
+def test_other_experiments_run_on_a_table_once_their_data_parameters_are_dropped(experiment, csv):
+    exp = experiment("synthetic_rho", "dataset=table", "~params.n", "~params.d", "~params.N", "~params.s",
+                     f"params.path={csv}", "params.columns=[a,b,c]", "params.standardize=none",
+                     "params.bound=max", "mechanisms=[gauss,separate]")
+    rows = pd.read_csv(run_experiment(exp, make_figure=False).results)
+    assert set(rows.dataset) == {"table"} and len(rows) == 2 * 2 * 2
