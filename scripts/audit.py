@@ -16,6 +16,7 @@ post-processed Gaussian mechanism; ``dp`` (the default for unknown mechanisms) a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -57,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     mechanism = get_mechanism(args.name)
     options = json.loads(args.options)
     budget = parse_budget(args.budget) if args.budget else audit.DEFAULT_BUDGETS[mechanism.notion]
-    line = audit._line_for(args.name, args.name, options, budget, "command line")
+    line = audit.line_for(args.name, args.name, options, budget, "command line")
     if args.profile:
-        line = audit.replace(line, profile=args.profile)
+        line = dataclasses.replace(line, profile=args.profile)
     pairs = [(args.pair, args.n)] if args.pair else list(line.pairs)
     factors = [float(c) for c in args.factors.split(",")]
     print(f"{args.name} ({mechanism.label}), options {options}, claim {budget}, profile {line.profile}")
