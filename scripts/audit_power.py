@@ -5,7 +5,7 @@ under-noised copies (noise x 0.8, x 0.67, x 0.5) each audit catches.
     python scripts/audit_power.py [--T 4000] [--T-heavy 1000] [--calibration-T 1000] [--output FILE]
                                   [--lines gauss,separate]
 
-Method and registry: tests/privacy/audit.py. Runs on one core; about 10 minutes with the defaults.
+Method and registry: tests/privacy/audit.py. Runs on one core; about 15 minutes with the defaults on a busy 2-core machine.
 """
 from __future__ import annotations
 

@@ -567,7 +567,7 @@ def black_box(line: AuditLine, T: int, c: float = 1.0, pair: tuple | None = None
     if line.profile == "gaussian":
         claim, delta = claimed_mu(line.budget), 0.0
     else:
-        claim, delta = claimed_dp(line.budget, T // 2)
+        claim, delta = claimed_dp(line.budget, T)
     bound = lower_bound(samples[0], samples[1], line.profile, delta, alpha)
     return BlackBox(line.line, nb.description, line.profile, c, claim, delta, bound, T)
 
