@@ -38,7 +38,14 @@ def analytic_gaussian_sigma(sensitivity: float, budget: ApproxDP) -> float:
     low = high / 2
     while excess(low) <= 0 and low > 1e-300:
         low /= 2
-    return brentq(excess, low, high, xtol=1e-15 * high, rtol=1e-12)
+    sigma = brentq(excess, low, high, xtol=1e-15 * high, rtol=1e-12)
+    # Round to the safe side: brentq's root may sit ~1e-12 relatively below the true one, and another
+    # evaluation of delta(sigma) may differ from ours by ~1e-11 relatively; step up until delta(sigma)
+    # <= delta (1 - 1e-9), so sigma is never below the root under either rounding.
+    step = 1e-12 * sigma
+    while excess(sigma) > -1e-9 * delta:
+        sigma, step = sigma + step, 2 * step
+    return sigma
 
 
 def threshold_level(n: int, p: int, noise_sd: float, gamma: float) -> float:

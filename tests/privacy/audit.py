@@ -1,63 +1,130 @@
-"""Black-box privacy audits of the registered mechanisms (issue #9).
+"""Privacy audits of the registered mechanisms and every configured variant (issues #9, #16).
 
-Method (a distinguishing-test lower bound on epsilon, as in Jagielski et al. 2020 / Nasr et al. 2021):
+Two kinds of audit, both run on *under-noised copies* too, so that we know what they can catch:
 
-1. Neighbouring datasets X, X' (replace-one: same n, one row changed), chosen per mechanism so that
-   the change is as large as the mechanism's sensitivity allows (``neighbours``).
-2. A scalar statistic of the output: the Frobenius projection <Sigma_hat, D> of the released matrix on
-   the direction D = Sigma(X') - Sigma(X) of the change (for the rows e1 -> e2 this is
-   Sigma_hat_22 - Sigma_hat_11, the sufficient statistic of GaussCov's likelihood ratio), or a weight
-   coordinate for the ridge model of output perturbation.
-3. T runs on each dataset, every run with its own Generator spawned from one seeded SeedSequence.
-4. Threshold: the first half of both samples picks the event E = {s > t} or {s <= t} and the order
-   (X vs X' or X' vs X) with the largest bound computed on that half; the held-out second half then
-   gives one-sided Clopper-Pearson bounds, each at level alpha/2 (union bound: confidence 1 - alpha):
-       eps_lb = ln((p1_lower - delta) / p0_upper),
-   p1 = P[M(A) in E], p0 = P[M(B) in E] for the chosen order (A, B). If the mechanism is (eps, delta)-DP,
-   p1 <= e^eps p0 + delta, so eps_lb <= eps except with probability alpha.
+Black-box (``black_box``): T runs of the mechanism (through ``mechanisms.registry.release`` only) on
+each of two neighbouring datasets X, X' (replace-one: same n, one row changed), a scalar statistic of
+every output, and a lower bound that holds with confidence 1 - ALPHA. The first half of the runs picks
+the statistic, the tail and the threshold; the held-out second half gives one-sided Clopper-Pearson
+bounds on the two error rates of that test (alpha/2 each):
 
-The claim checked against eps_lb is the mechanism's own guarantee at the audited budget, converted to
-(eps, delta): pure eps-DP -> (eps, 0); rho-zCDP -> ``ZCDP(rho).to_approx_dp(delta)`` (the project's
-conversion); (eps, delta)-DP -> itself.
+- profile "gaussian" (a post-processed Gaussian mechanism): mu-GDP means every test has
+  FNR >= Phi(Phi^-1(1 - FPR) - mu), so  mu_lb = Phi^-1(1 - FPR_upper) - Phi^-1(FNR_upper)  is a lower
+  bound on mu, checked against the exact Gaussian profile of the claim: rho-zCDP Gaussian <=> mu-GDP
+  with mu = sqrt(2 rho); an (eps, delta) claim <=> the mu whose profile passes through (eps, delta).
+- profile "dp": eps_lb = ln((p1_lower - delta) / p0_upper) against the claim's eps at delta: pure eps-DP
+  at delta = 1/T; zCDP converted at delta = 1/T by the Renyi conversion of dp-accounting (tighter than
+  ours); (eps, delta)-DP at its own delta.
 
-``python tests/privacy/audit.py [T]`` prints the markdown table of audited bounds for every mechanism.
+White-box (``calibrate``): the mechanism on a dataset where its noise is observable (large n, so that
+thresholds, projections and clamps are inactive), T runs, the noise's variance fitted per noise step and
+compared with the variance that the *paper's formula* gives at the claimed budget (the formulas are
+written out in ``EXPECTED``; none is imported from the mechanism). ratio = fitted sd / formula sd, with
+a CLT confidence interval; an under-noised copy is caught when the interval lies below 1.
+
+Under-noised copies (``undernoised``): the mechanism run at the budget of its own notion at which the
+notion's canonical mechanism has noise x c: rho / c^2 (Gaussian, sd ~ 1/sqrt(rho)); eps / c (Laplace
+and exponential mechanisms, scale ~ 1/eps); (eps, delta) -> (eps, delta') with the analytic Gaussian's
+mu divided by c. Every noise step of a mechanism then has its scale x c (or its temperature / c).
+
+The audit registry (``audit_lines``) is data: one ``AuditLine`` per registered mechanism (default
+options, ``DEFAULT_BUDGETS``) and per distinct variant / mechanism_options of conf/experiment/*.yaml.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
+import json
 import math
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import yaml
+from scipy.optimize import brentq
+from scipy.special import i0e, i1e
 from scipy.stats import beta as beta_dist
+from scipy.stats import norm
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mechanisms import stable as stable_module  # noqa: E402
 from mechanisms import thresholding  # noqa: E402
-from mechanisms.privacy import ZCDP, ApproxDP, PureDP  # noqa: E402
+from mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing  # noqa: E402
 from mechanisms.problem import CovProblem  # noqa: E402
-from mechanisms.registry import MECHANISMS, release  # noqa: E402
-from mechanisms.regression import RidgeRelease, RidgeTask  # noqa: E402
+from mechanisms.registry import get_mechanism, release  # noqa: E402
+from mechanisms.regression import RidgeTask  # noqa: E402
 from mechanisms.spectral import as_matrix  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[2]
 ALPHA = 0.05  # 1 - confidence of every audited bound
-ZCDP_DELTA = 1e-5  # delta at which zCDP claims are converted to (eps, delta)
+FACTORS = (0.8, 0.67, 0.5)  # noise scale of the under-noised copies
 DEFAULT_BUDGETS = {ZCDP: ZCDP(0.5), PureDP: PureDP(1.0), ApproxDP: ApproxDP(1.0, 1e-5)}
-# Mechanism options needed to run at all (clip threshold tau = r: nothing is clipped, the worst case).
-OPTIONS = {"clip_gauss": {"tau": 1.0}, "clip_separate": {"tau": 1.0}, "stable_gsampling": {"on_fail": "zero"}}
-# Per-run cost: cheap ones get the large T in the fast tests.
-SLOW_MECHANISMS = {"adaptive", "adaptive_lap", "emcov", "emcov_pure", "itu", "ad", "kt"}
 
 
 # ---------------------------------------------------------------------------------------------------
-# Confidence bounds and the threshold choice
+# Budgets: claims and under-noised copies
+
+
+def gaussian_delta(mu: float, eps: float) -> float:
+    """delta(eps) of mu-GDP (Dong, Roth & Su 2022, Cor. 2.13): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps + norm.logcdf(-eps / mu - mu / 2)))
+
+
+@functools.lru_cache(maxsize=256)
+def gaussian_mu(eps: float, delta: float) -> float:
+    """The mu of the Gaussian mechanism that is exactly (eps, delta)-DP (delta_mu(eps) = delta)."""
+    return brentq(lambda mu: gaussian_delta(mu, eps) - delta, 1e-9, 100.0, xtol=1e-14, rtol=1e-13)
+
+
+def claimed_mu(budget) -> float:
+    """The mu-GDP that a Gaussian mechanism meeting ``budget`` exactly has."""
+    if isinstance(budget, ZCDP):
+        return math.sqrt(2 * budget.rho)
+    if isinstance(budget, ApproxDP):
+        return gaussian_mu(budget.eps, budget.delta)
+    raise TypeError(f"no Gaussian profile for a {budget} claim")
+
+
+@functools.lru_cache(maxsize=256)
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """(eps, delta) of rho-zCDP by the Renyi conversion of dp-accounting (Canonne-Kamath-Steinke)."""
+    import dp_accounting
+    from dp_accounting import rdp
+    orders = list(np.concatenate([np.linspace(1.01, 8, 100), np.geomspace(8, 1e6, 300)[1:]]))
+    accountant = rdp.RdpAccountant(orders=orders)
+    accountant.compose(dp_accounting.ZCDpEvent(rho))
+    return float(accountant.get_epsilon(delta))
+
+
+def claimed_dp(budget, T: int) -> tuple[float, float]:
+    """(eps, delta) checked by the "dp" profile."""
+    if isinstance(budget, PureDP):
+        return budget.eps, 1.0 / T
+    if isinstance(budget, ApproxDP):
+        return budget.eps, budget.delta
+    return zcdp_epsilon(budget.rho, 1.0 / T), 1.0 / T
+
+
+def undernoised(budget, c: float):
+    """The budget of the same notion at which the notion's canonical mechanism has noise scale x c."""
+    if c == 1:
+        return budget
+    if isinstance(budget, ZCDP):
+        return ZCDP(budget.rho / c**2)
+    if isinstance(budget, PureDP):
+        return PureDP(budget.eps / c)
+    mu = gaussian_mu(budget.eps, budget.delta) / c
+    delta = gaussian_delta(mu, budget.eps)
+    if not delta < 1:
+        raise ValueError(f"no (eps, delta) budget gives noise x {c} at {budget}")
+    return ApproxDP(budget.eps, delta)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Confidence bounds
 
 
 def cp_lower(k: int, n: int, level: float) -> float:
@@ -70,27 +137,47 @@ def cp_upper(k: int, n: int, level: float) -> float:
     return 1.0 if k >= n else float(beta_dist.ppf(1 - level, k + 1, n - k))
 
 
+def _cp_lower(k, n, level):
+    k = np.asarray(k)
+    return np.where(k > 0, beta_dist.ppf(level, np.maximum(k, 1), n - k + 1), 0.0)
+
+
+def _cp_upper(k, n, level):
+    k = np.asarray(k)
+    return np.where(k < n, beta_dist.ppf(1 - level, k + 1, np.maximum(n - k, 1)), 1.0)
+
+
 def eps_from_counts(k1, n1, k0, n0, delta: float, alpha: float):
     """ln((p1_lower - delta) / p0_upper) with one-sided CP bounds at alpha/2 each (vectorised);
     -inf where p1_lower <= delta."""
-    k1, k0 = np.asarray(k1), np.asarray(k0)
-    lower = np.where(k1 > 0, beta_dist.ppf(alpha / 2, np.maximum(k1, 1), n1 - k1 + 1), 0.0)
-    upper = np.where(k0 < n0, beta_dist.ppf(1 - alpha / 2, k0 + 1, np.maximum(n0 - k0, 1)), 1.0)
+    lower, upper = _cp_lower(k1, n1, alpha / 2), _cp_upper(k0, n0, alpha / 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(lower > delta, np.log(np.maximum(lower - delta, 1e-300) / upper), -np.inf)
 
 
+def mu_from_counts(k1, n1, k0, n0, alpha: float):
+    """Phi^-1(1 - FPR_upper) - Phi^-1(FNR_upper) for the test "reject B when in E", with
+    k1 / n1 = P[M(A) in E] (1 - FNR) and k0 / n0 = P[M(B) in E] (FPR); CP bounds at alpha/2 each."""
+    fpr_upper = _cp_upper(k0, n0, alpha / 2)
+    fnr_upper = _cp_upper(n1 - np.asarray(k1), n1, alpha / 2)
+    return norm.isf(fpr_upper) - norm.ppf(fnr_upper)
+
+
+BOUNDS = {"gaussian": lambda k1, n1, k0, n0, delta, alpha: mu_from_counts(k1, n1, k0, n0, alpha),
+          "dp": eps_from_counts}
+
+
 @dataclass(frozen=True)
 class Event:
-    """E = {sign * s > sign * t} (sign +1: upper tail; -1: s < t), with P[M(first) in E] the numerator;
-    ``swap`` means first = X' (the second dataset)."""
+    """E = {sign * s_j > sign * t} on statistic j; ``swap``: the numerator dataset is X'."""
 
+    statistic: int
     sign: int
     threshold: float
     swap: bool
 
     def count(self, s: np.ndarray) -> int:
-        return int(np.sum(self.sign * s > self.sign * self.threshold))
+        return int(np.sum(self.sign * s[:, self.statistic] > self.sign * self.threshold))
 
 
 def _counts_above(sorted_s: np.ndarray, t: np.ndarray, sign: int) -> np.ndarray:
@@ -99,103 +186,159 @@ def _counts_above(sorted_s: np.ndarray, t: np.ndarray, sign: int) -> np.ndarray:
     return np.searchsorted(sorted_s, t, side="left")
 
 
-def choose_event(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float,
-                 candidates: int = 400) -> tuple[Event, float]:
-    """The event with the largest bound on (s0, s1): both tails, both orders, thresholds at the
-    quantiles of the pooled sample (plus just below/above every extreme, for point masses)."""
-    pooled = np.concatenate([s0, s1])
-    grid = np.unique(np.concatenate([np.quantile(pooled, np.linspace(0, 1, candidates)), np.unique(pooled)[:50],
-                                     np.unique(pooled)[-50:]]))
-    sorted0, sorted1 = np.sort(s0), np.sort(s1)
-    best, best_eps = Event(1, float(grid[0]), False), -np.inf
-    for sign in (1, -1):
-        c0, c1 = _counts_above(sorted0, grid, sign), _counts_above(sorted1, grid, sign)
-        for swap, (num, den, nn, nd) in ((False, (c0, c1, len(s0), len(s1))), (True, (c1, c0, len(s1), len(s0)))):
-            eps = eps_from_counts(num, nn, den, nd, delta, alpha)
-            i = int(np.argmax(eps))
-            if eps[i] > best_eps:
-                best, best_eps = Event(sign, float(grid[i]), swap), float(eps[i])
-    return best, best_eps
+def choose_event(s0: np.ndarray, s1: np.ndarray, bound: str, delta: float, alpha: float,
+                 candidates: int = 200) -> tuple[Event, float]:
+    """The event with the largest bound on (s0, s1) (arrays runs x statistics): every statistic, both
+    tails, both orders, thresholds at quantiles of the pooled sample (plus its extremes, for atoms)."""
+    best, best_value = Event(0, 1, 0.0, False), -np.inf
+    for j in range(s0.shape[1]):
+        pooled = np.concatenate([s0[:, j], s1[:, j]])
+        unique = np.unique(pooled)
+        grid = np.unique(np.concatenate([np.quantile(pooled, np.linspace(0, 1, candidates)), unique[:30],
+                                         unique[-30:]]))
+        sorted0, sorted1 = np.sort(s0[:, j]), np.sort(s1[:, j])
+        for sign in (1, -1):
+            c0, c1 = _counts_above(sorted0, grid, sign), _counts_above(sorted1, grid, sign)
+            for swap, (num, den) in ((False, (c0, c1)), (True, (c1, c0))):
+                value = BOUNDS[bound](num, len(s0), den, len(s0), delta, alpha)
+                i = int(np.argmax(value))
+                if value[i] > best_value:
+                    best, best_value = Event(j, sign, float(grid[i]), swap), float(value[i])
+    return best, best_value
 
 
 @dataclass
-class AuditResult:
-    eps_lb: float  # max(0, ln((p1_lower - delta) / p0_upper)) on the held-out half
-    raw: float  # the bound before clipping at 0 (-inf when p1_lower <= delta)
+class Bound:
+    value: float  # the lower bound on the held-out half (mu_lb or eps_lb), clipped at 0
     event: Event
     counts: tuple[int, int, int]  # k1, k0, held-out runs per dataset
-    T: int
 
 
-def epsilon_lower_bound(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float = ALPHA) -> AuditResult:
-    """Event chosen on the first half of each sample, eps bound computed on the second half."""
+def lower_bound(s0, s1, bound: str, delta: float = 0.0, alpha: float = ALPHA) -> Bound:
+    """Event chosen on the first half of each sample, bound computed on the held-out second half."""
     s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
-    h0, h1 = len(s0) // 2, len(s1) // 2
-    event, _ = choose_event(s0[:h0], s1[:h1], delta, alpha)
-    test0, test1 = s0[h0:], s1[h1:]
+    s0, s1 = (s0[:, None], s1[:, None]) if s0.ndim == 1 else (s0, s1)
+    h = min(len(s0), len(s1)) // 2
+    event, _ = choose_event(s0[:h], s1[:h], bound, delta, alpha)
+    test0, test1 = s0[h:2 * h], s1[h:2 * h]
     first, second = (test1, test0) if event.swap else (test0, test1)
     k1, k0 = event.count(first), event.count(second)
-    raw = float(eps_from_counts(k1, len(first), k0, len(second), delta, alpha))
-    return AuditResult(max(raw, 0.0), raw, event, (k1, k0, len(first)), len(s0))
+    value = float(BOUNDS[bound](k1, len(first), k0, len(second), delta, alpha))
+    return Bound(max(value, 0.0) if np.isfinite(value) else 0.0, event, (k1, k0, len(first)))
+
+
+def epsilon_lower_bound(s0, s1, delta: float, alpha: float = ALPHA) -> Bound:
+    return lower_bound(s0, s1, "dp", delta, alpha)
+
+
+def mu_lower_bound(s0, s1, alpha: float = ALPHA) -> Bound:
+    return lower_bound(s0, s1, "gaussian", 0.0, alpha)
 
 
 # ---------------------------------------------------------------------------------------------------
 # Neighbouring datasets and statistics
 
 
+def _upper(matrix: np.ndarray) -> np.ndarray:
+    return matrix[np.triu_indices(matrix.shape[0])]
+
+
 @dataclass
 class Neighbours:
-    """Two datasets differing in one row, and the scalar statistic of a mechanism's output."""
+    """Two datasets differing in one row, and the statistics (a vector per output) of the audit."""
 
     problems: tuple[CovProblem, CovProblem]
-    statistic: Callable[[object], float]
+    statistics: Callable[[object], np.ndarray]
     description: str
-    options: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)  # options the pair needs (stable_gsampling: on_fail)
 
 
-def _projection(direction: np.ndarray) -> Callable[[object], float]:
-    direction = direction / np.linalg.norm(direction)
+def covariance_statistics(P: CovProblem, Pp: CovProblem) -> Callable[[object], np.ndarray]:
+    """Of a released matrix S: (1) <S, Sigma' - Sigma> over the upper triangle (the likelihood ratio of
+    symmetric iid noise on the upper triangle); (2) the descending eigenvalues of S projected on the
+    change of the eigenvalues (or on the first one); (3, 4) the Laplace corners min_i z_i and max_i z_i,
+    z_i = (S_i - m_i) / D_i over the upper-triangle entries i that change (m: midpoint, D: change) --
+    both datasets' extreme regions of additive Laplace noise."""
+    change = _upper(Pp.sigma - P.sigma)
+    midpoint = _upper(Pp.sigma + P.sigma) / 2
+    moved = np.abs(change) > 0
+    spectrum = Pp.eigenvalues - P.eigenvalues
+    spectrum = spectrum if np.any(spectrum != 0) else np.eye(len(spectrum))[0]
 
-    def statistic(out) -> float:
-        return float(np.sum(as_matrix(out) * direction))
-    return statistic
+    def statistics(out) -> np.ndarray:
+        S = as_matrix(out)
+        z = (_upper(S) - midpoint)[moved] / change[moved]
+        return np.array([_upper(S) @ change, np.linalg.eigvalsh(S)[::-1] @ spectrum, z.min(), z.max()])
+    return statistics
 
 
-def covariance_neighbours(pair: str = "swap", n: int = 10, d: int = 2) -> Neighbours:
-    """n - 1 zero rows and one row that is e1 in X and, in X', e2 ("swap": Sigma changes by
-    (e2 e2^T - e1 e1^T)/n, the largest l2 change of the upper triangle, sqrt(2)/n) or 0 ("remove":
-    a row at a new direction vs no row; l2 change 1/n). Statistic: <Sigma_hat, Sigma' - Sigma>_F."""
-    X = np.zeros((n, d))
-    X[-1, 0] = 1.0
-    Xp = np.zeros((n, d))
-    if pair == "swap":
-        Xp[-1, 1] = 1.0
-    elif pair != "remove":
-        raise ValueError(f"pair must be 'swap' or 'remove', got {pair!r}")
+def covariance_pair(pair: str, n: int) -> Neighbours:
+    """Replace-one neighbours in the unit disc (d = 2); every other row is shared.
+
+    - swap_vectors: n - 1 zero rows; the row e1 -> e2. Moves the eigenvectors only (the old pair).
+    - swap_values: 60 % of the rows e1, the rest e2; one row e2 -> e1: the eigenvalues move by
+      (+1, -1)/n (l2 change sqrt(2)/n, the sensitivity of both Sigma's upper triangle and the eigenvalues)
+      and the eigenvectors stay.
+    - scale: 60 % e1, the rest e2 but one row, e1 -> 0 (a row scaled to 0: lambda_1 moves by 1/n).
+    - new_direction: every row e1 but one zero row, which becomes e2 (a new eigen-direction).
+    - l1: n - 1 zero rows; (cos t, sin t) -> (sin t, -cos t), tan 2t = 1/2: the largest l1 change of the
+      upper triangle in d = 2 (sqrt(5)/n), for Laplace noise.
+    - dense: rows (1, 1)/sqrt(2) (half), e1, e2 (a quarter each; every entry of Sigma is >= 1/4, so
+      thresholding keeps them); one row e2 -> e1.
+    - calibration: 60 % of the rows 0.7 e1, the rest 0.7 e2 (no change; for ``calibrate``): eigenvalues
+      0.294 and 0.196, far from 0 and from the trace bound 1, so no projection or clamp is active.
+    """
+    X = np.zeros((n, 2))
+    k = int(0.6 * n)
+    if pair in ("swap_values", "scale"):
+        X[:k, 0] = 1.0
+        X[k:, 1] = 1.0
+    elif pair == "new_direction":
+        X[:, 0] = 1.0
+    elif pair == "calibration":
+        X[:k, 0] = 0.7
+        X[k:, 1] = 0.7
+    elif pair == "dense":
+        X[: n // 2] = 1 / math.sqrt(2)
+        X[n // 2: 3 * n // 4, 0] = 1.0
+        X[3 * n // 4:, 1] = 1.0
+    elif pair not in ("swap_vectors", "l1"):
+        raise ValueError(f"unknown neighbour pair {pair!r}")
+    last, new = X[-1].copy(), X[-1].copy()
+    if pair == "swap_vectors":
+        last, new = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    elif pair in ("swap_values", "dense"):
+        last, new = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+    elif pair == "scale":
+        last, new = np.array([1.0, 0.0]), np.zeros(2)
+    elif pair == "new_direction":
+        last, new = np.zeros(2), np.array([0.0, 1.0])
+    elif pair == "l1":
+        t = math.atan(0.5) / 2
+        last, new = np.array([math.cos(t), math.sin(t)]), np.array([math.sin(t), -math.cos(t)])
+    Xp = X.copy()
+    X[-1], Xp[-1] = last, new
     P, Pp = CovProblem.from_rows(X), CovProblem.from_rows(Xp)
-    return Neighbours((P, Pp), _projection(Pp.sigma - P.sigma), f"{pair}: n={n}, d={d}, row e1 -> "
-                      + ("e2" if pair == "swap" else "0"))
+    return Neighbours((P, Pp), covariance_statistics(P, Pp),
+                      f"{pair}: n={n}, d=2, row {np.round(last, 3).tolist()} -> {np.round(new, 3).tolist()}")
 
 
-def ridge_neighbours(n: int = 10, alpha: float = 1.0) -> Neighbours:
-    """Output perturbation: d = 2, column 1 predicted from column 0 (ridge alpha), n - 1 zero rows
-    and one row (c, c) vs (c, -c), c = 1/sqrt(2): the weight flips sign, w = +-1/(1 + 4 n alpha).
+def ridge_pair(n: int = 10, alpha: float = 1.0) -> Neighbours:
+    """Output perturbation: d = 2, column 1 predicted from column 0 (ridge alpha), n - 1 zero rows and
+    one row (c, c) vs (c, -c), c = 1/sqrt(2): the weight flips sign, w = +-1/(1 + 4 n alpha).
     Statistic: the weight."""
     c = 1 / math.sqrt(2)
     task = RidgeTask(target=1, alpha=alpha)
     X, Xp = np.zeros((n, 2)), np.zeros((n, 2))
     X[-1], Xp[-1] = (c, c), (c, -c)
     problems = CovProblem.from_rows(X, ridge=task), CovProblem.from_rows(Xp, ridge=task)
-
-    def statistic(out: RidgeRelease) -> float:
-        return float(out.weights[0])
-    return Neighbours(problems, statistic, f"ridge: n={n}, alpha={alpha:g}, row (c, c) -> (c, -c)")
+    return Neighbours(problems, lambda out: np.array([float(out.weights[0])]),
+                      f"ridge: n={n}, alpha={alpha:g}, row (c, c) -> (c, -c)")
 
 
-def stable_neighbours(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours:
-    """Stable + Gaussian sampling (no norm bound, needs raw rows): n - 1 standard Gaussian rows and
-    one row at 3 e1 vs 3 e2 (a typical row moved to a new direction; norms within the safe range).
-    The CovProblem's clipped rows are the rows scaled into the unit ball (unused by the mechanism)."""
+def stable_pair(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours:
+    """Stable + Gaussian sampling (no norm bound, raw rows): n - 1 standard Gaussian rows and one row at
+    3 e1 vs 3 e2. The CovProblem's bounded rows are the rows scaled into the unit ball (unused)."""
     rng = np.random.default_rng(seed)
     rows = rng.standard_normal((n, d))
     rows_p = rows.copy()
@@ -203,146 +346,420 @@ def stable_neighbours(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours
     scale = max(np.linalg.norm(rows, axis=1).max(), np.linalg.norm(rows_p, axis=1).max())
     P = CovProblem.from_rows(rows / scale, rows=rows)
     Pp = CovProblem.from_rows(rows_p / scale, rows=rows_p)
-    direction = np.outer(rows_p[-1], rows_p[-1]) - np.outer(rows[-1], rows[-1])
-    return Neighbours((P, Pp), _projection(direction), f"stable: n={n}, d={d}, Gaussian rows, 3e1 -> 3e2",
-                      {"on_fail": "zero"})
+    change = _upper(np.outer(rows_p[-1], rows_p[-1]) - np.outer(rows[-1], rows[-1]))
+    return Neighbours((P, Pp), lambda out: np.array([_upper(as_matrix(out)) @ change]),
+                      f"stable: n={n}, d={d}, Gaussian rows, 3e1 -> 3e2", {"on_fail": "zero"})
 
 
-def neighbours_for(name: str, pair: str = "swap") -> Neighbours:
-    if name == "output_perturbation":
-        return ridge_neighbours()
-    if name == "stable_gsampling":
-        return stable_neighbours()
-    return covariance_neighbours(pair)
+@functools.lru_cache(maxsize=32)
+def neighbours(pair: str, n: int) -> Neighbours:
+    if pair == "ridge":
+        return ridge_pair(n)
+    if pair == "stable":
+        return stable_pair(n)
+    return covariance_pair(pair, n)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The audit registry
+
+
+@dataclass(frozen=True)
+class AuditLine:
+    """One audited line: a registered mechanism with options, claimed budget and neighbour pairs."""
+
+    line: str
+    mechanism: str
+    options: dict
+    budget: object  # the claimed guarantee
+    pairs: tuple  # (pair, n): the first is the fast suite's
+    profile: str  # "gaussian" (post-processed Gaussian mechanism) or "dp"
+    calibration: str | None  # key of EXPECTED (white-box), None: no noise to fit
+    source: str = "registry"
+    label: str = ""  # the figure label of a configured variant
+
+    @property
+    def as_published(self) -> bool:
+        """A variant labelled "as published": a paper's calibration kept deliberately although it is
+        not private at the claimed budget, so the audits are expected to flag it, not to pass it."""
+        return "as published" in self.label.lower()
+
+    def key(self):
+        """What makes two lines the same audit: options at their defaults do not count."""
+        import inspect
+        defaults = {p.name: p.default for p in inspect.signature(get_mechanism(self.mechanism).fn).parameters.values()}
+        options = {k: v for k, v in self.options.items() if defaults.get(k, inspect.Parameter.empty) != v}
+        return (self.mechanism, json.dumps(options, sort_keys=True), str(self.budget))
+
+
+# Per mechanism: black-box profile, neighbour pairs, calibration; options it needs to run at all.
+_GAUSS = ("gaussian", (("swap_values", 1000), ("swap_vectors", 10), ("new_direction", 1000)))
+_SPECTRAL_Z = ("gaussian", (("swap_values", 1000), ("scale", 1000), ("swap_vectors", 10)))
+_PURE = ("dp", (("swap_values", 1000), ("l1", 10), ("scale", 1000)))
+MECHANISM_AUDITS = {
+    "gauss": (*_GAUSS, "gauss"),
+    "clip_gauss": (*_GAUSS, "gauss"),
+    "projection": (*_GAUSS, "gauss"),
+    "coinpress": (*_GAUSS, "gauss"),
+    "separate": (*_SPECTRAL_Z, "separate"),
+    "clip_separate": (*_SPECTRAL_Z, "separate"),
+    "adaptive": ("dp", (("swap_values", 1000), ("new_direction", 1000)), "adaptive"),
+    "emcov": ("dp", (("swap_values", 1000), ("scale", 1000)), "emcov"),
+    "zero": ("dp", (("swap_values", 1000),), None),
+    "lap": (*_PURE, "lap"),
+    "laplace": (*_PURE, "laplace"),
+    "separate_lap": (*_PURE, "separate_lap"),
+    "adaptive_lap": ("dp", (("swap_values", 1000), ("l1", 10)), "adaptive_lap"),
+    "emcov_pure": ("dp", (("swap_values", 1000), ("scale", 1000)), "ad"),
+    "itu": ("dp", (("swap_values", 1000), ("scale", 1000)), "itu"),
+    "ad": ("dp", (("swap_values", 1000), ("scale", 1000)), "ad"),
+    "kt": ("dp", (("swap_values", 1000), ("scale", 1000)), "kt"),
+    "dp_threshold": ("gaussian", (("dense", 1000),), "dp_threshold"),
+    "gauss_approx": ("gaussian", (("dense", 1000), ("swap_vectors", 10)), "gauss_approx"),
+    "ldp_threshold": ("gaussian", (("dense", 100_000),), "ldp_threshold"),
+    "output_perturbation": ("dp", (("ridge", 10),), "output_perturbation"),
+    "stable_gsampling": ("dp", (("stable", 300_000),), None),
+}
+RUN_OPTIONS = {"clip_gauss": {"tau": 1.0}, "clip_separate": {"tau": 1.0}, "stable_gsampling": {"on_fail": "zero"}}
+SLOW_LINES = {"stable_gsampling"}  # black-box audited under -m slow only (n = 3e5 rows per run)
+
+
+def line_for(name: str, mechanism: str, options: dict, budget, source: str, label: str = "") -> AuditLine:
+    profile, pairs, calibration = MECHANISM_AUDITS.get(mechanism, ("dp", (("swap_values", 1000),), None))
+    return AuditLine(name, mechanism, {**RUN_OPTIONS.get(mechanism, {}), **options}, budget, tuple(pairs),
+                     profile, calibration, source, label)
+
+
+def _config_lines() -> list[AuditLine]:
+    """The variants and mechanism_options of conf/experiment/*.yaml, at the default budget of the
+    mechanism's notion with the variant's budget keys (e.g. delta = 1e-16) on top."""
+    lines = []
+    for path in sorted((ROOT / "conf" / "experiment").glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text()) or {}
+        for name, options in (raw.get("mechanism_options") or {}).items():
+            if options:
+                notion = get_mechanism(name).notion
+                lines.append(line_for(f"{name}[{path.stem}]", name, dict(options), DEFAULT_BUDGETS[notion],
+                                       f"{path.name}: mechanism_options"))
+        for name, spec in (raw.get("variants") or {}).items():
+            mechanism = spec["mechanism"]
+            budget_keys = spec.get("budget") or {}
+            base = DEFAULT_BUDGETS[get_mechanism(mechanism).notion]
+            if "delta" in budget_keys:  # an (eps, delta) claim on top of the grid's eps
+                eps = budget_keys.get("eps", base.eps if hasattr(base, "eps") else 1.0)
+                budget = ApproxDP(eps, float(budget_keys["delta"]))
+            else:
+                budget = base
+            lines.append(line_for(name, mechanism, dict(spec.get("options") or {}), budget,
+                                   f"{path.name}: variants", str(spec.get("label", name))))
+    return lines
+
+
+@functools.lru_cache(maxsize=1)
+def audit_lines() -> tuple[AuditLine, ...]:
+    """Every registered mechanism at its notion's default budget, then every distinct configured line."""
+    from mechanisms.registry import MECHANISMS
+    lines = [line_for(name, name, {}, DEFAULT_BUDGETS[m.notion], "registry") for name, m in MECHANISMS.items()]
+    seen = {line.key() for line in lines}
+    for line in _config_lines():
+        if line.key() not in seen:
+            seen.add(line.key())
+            lines.append(line)
+    return tuple(lines)
+
+
+def audit_line(name: str) -> AuditLine:
+    for line in audit_lines():
+        if line.line == name:
+            return line
+    raise KeyError(f"no audit line {name!r}; known: {[x.line for x in audit_lines()]}")
 
 
 # ---------------------------------------------------------------------------------------------------
 # Running a mechanism
 
 
-@contextlib.contextmanager
-def fast_calibration():
-    """Memoise the analytic Gaussian calibration (a deterministic root-find that dominates the cost of
-    dp_threshold / gauss_approx / ldp_threshold at small d) and Alg 3 of the stable estimator (a
-    deterministic function of the rows): the released distribution is unchanged."""
-    original_sigma = thresholding.analytic_gaussian_sigma
-    original_stable = stable_module.stable_covariance
-    stable_cache: dict = {}
-
-    def cached_stable(X, L0, k):
-        key = (id(X), X.shape, float(L0), int(k))
-        if key not in stable_cache:
-            stable_cache[key] = (X, original_stable(X, L0, k))  # keep X alive so id(X) stays unique
-        return stable_cache[key][1]
-
-    thresholding.analytic_gaussian_sigma = functools.lru_cache(maxsize=64)(original_sigma)
-    stable_module.stable_covariance = cached_stable
-    try:
-        yield
-    finally:
-        thresholding.analytic_gaussian_sigma = original_sigma
-        stable_module.stable_covariance = original_stable
+def run_budget(line: AuditLine, c: float = 1.0):
+    """The budget the copy with noise x c runs at, in the mechanism's own notion (so ``release`` passes
+    it through unchanged): the claim converted to that notion, then under-noised."""
+    return undernoised(budget_guaranteeing(line.budget, get_mechanism(line.mechanism).notion), c)
 
 
-def registry_runner(name: str, budget, options: dict | None = None) -> Callable:
-    """run(problem, rng) -> output of ``release`` (unclamped: the clamp is post-processing, and the raw
-    estimate carries at least as much information)."""
-    options = {**OPTIONS.get(name, {}), **(options or {})}
+class _Memo:
+    """Memoise deterministic, data-only work that dominates some per-run costs (the analytic Gaussian
+    root-find, Alg 3 of the stable estimator): the released distribution is unchanged."""
 
-    def run(problem, rng):
-        out, _ = release(name, problem, budget, rng, options=options or None, clamp=False)
-        return out
-    return run
+    def __enter__(self):
+        self.sigma = thresholding.analytic_gaussian_sigma
+        self.stable = {name: getattr(stable_module, name) for name in ("stable_covariance", "stability_score")}
+        thresholding.analytic_gaussian_sigma = functools.lru_cache(maxsize=64)(self.sigma)
+        for name, original in self.stable.items():
+            setattr(stable_module, name, self._by_rows(original))
+        return self
+
+    @staticmethod
+    def _by_rows(original):
+        cache: dict = {}
+
+        def cached(X, L0, k):
+            key = (id(X), X.shape, float(L0), int(k))
+            if key not in cache:
+                cache[key] = (X, original(X, L0, k))  # keep X alive so id(X) stays unique
+            return cache[key][1]
+        return cached
+
+    def __exit__(self, *exc):
+        thresholding.analytic_gaussian_sigma = self.sigma
+        for name, original in self.stable.items():
+            setattr(stable_module, name, original)
 
 
-def sample_statistics(run: Callable, neighbours: Neighbours, T: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """T runs on each dataset; run i on dataset j uses its own Generator, child (j, i) of
-    SeedSequence(seed)."""
-    children = np.random.SeedSequence(seed).spawn(2 * T)
-    samples = []
-    with fast_calibration():
-        for j, problem in enumerate(neighbours.problems):
-            samples.append(np.array([neighbours.statistic(run(problem, np.random.default_rng(children[j * T + i])))
-                                     for i in range(T)]))
-    return samples[0], samples[1]
+def outputs(mechanism: str, options: dict, budget, problem: CovProblem, T: int, seed) -> list:
+    """T releases (unclamped: the clamp is post-processing) with Generators spawned from ``seed``."""
+    children = np.random.SeedSequence(seed).spawn(T)
+    with _Memo():
+        return [release(mechanism, problem, budget, np.random.default_rng(child), options=options or None,
+                        clamp=False)[0] for child in children]
 
 
-def claimed(budget, delta: float = ZCDP_DELTA) -> ApproxDP | PureDP:
-    """The (eps, delta) guarantee of ``budget``: zCDP converted at ``delta``."""
-    if isinstance(budget, ZCDP):
-        return budget.to_approx_dp(delta)
-    return budget
+def stable_seed(*parts) -> list[int]:
+    """A fixed entropy from names and numbers (Python's str hash is salted per process: not used)."""
+    text = "/".join(map(str, parts)).encode()
+    return [int.from_bytes(text[i:i + 4].ljust(4, b"\0"), "little") for i in range(0, len(text), 4)]
 
 
-def claimed_pair(budget, delta: float = ZCDP_DELTA) -> tuple[float, float]:
-    c = claimed(budget, delta)
-    return (c.eps, 0.0) if isinstance(c, PureDP) else (c.eps, c.delta)
+# ---------------------------------------------------------------------------------------------------
+# Black-box audit
 
 
 @dataclass
-class MechanismAudit:
-    name: str
-    notion: str
-    budget: object
-    claim: tuple[float, float]
-    result: AuditResult
-    neighbours: str
-    seconds: float
+class BlackBox:
+    line: str
+    pair: str
+    profile: str
+    c: float
+    claim: float  # mu (gaussian) or eps (dp)
+    delta: float  # the delta of the eps claim (dp)
+    bound: Bound
+    T: int
+
+    @property
+    def exceeded(self) -> bool:
+        return self.bound.value > self.claim
+
+    def describe(self) -> str:
+        what = "mu" if self.profile == "gaussian" else f"eps (delta={self.delta:.3g})"
+        return (f"{self.line} x{self.c:g} on {self.pair}: {what} >= {self.bound.value:.3f} vs claim "
+                f"{self.claim:.3f}; event {self.bound.event}, counts {self.bound.counts}")
 
 
-def audit_run(run: Callable, neighbours: Neighbours, budget, T: int, seed: int = 0,
-              delta: float = ZCDP_DELTA, alpha: float = ALPHA) -> tuple[tuple[float, float], AuditResult]:
-    """Audit an arbitrary ``run(problem, rng)`` claiming ``budget``: (claimed (eps, delta), result)."""
-    claim = claimed_pair(budget, delta)
-    s0, s1 = sample_statistics(run, neighbours, T, seed)
-    return claim, epsilon_lower_bound(s0, s1, claim[1], alpha)
+def black_box(line: AuditLine, T: int, c: float = 1.0, pair: tuple | None = None, seed: int = 0,
+              alpha: float = ALPHA) -> BlackBox:
+    """Audit the copy of ``line`` with noise x c on ``pair`` (default: the line's first) with T runs per
+    dataset, against the line's claim."""
+    pair = pair or line.pairs[0]
+    nb = neighbours(*pair)
+    budget = run_budget(line, c)
+    options = {**line.options, **nb.options}
+    samples = [np.array([nb.statistics(out) for out in
+                         outputs(line.mechanism, options, budget, problem, T, stable_seed(line.line, pair, c, j, seed))])
+               for j, problem in enumerate(nb.problems)]
+    if line.profile == "gaussian":
+        claim, delta = claimed_mu(line.budget), 0.0
+    else:
+        claim, delta = claimed_dp(line.budget, T)
+    bound = lower_bound(samples[0], samples[1], line.profile, delta, alpha)
+    return BlackBox(line.line, nb.description, line.profile, c, claim, delta, bound, T)
 
 
-def audit_mechanism(name: str, T: int, seed: int = 0, pair: str = "swap", budget=None,
-                    alpha: float = ALPHA) -> MechanismAudit:
-    mechanism = MECHANISMS[name]
-    budget = budget or DEFAULT_BUDGETS[mechanism.notion]
-    neighbours = neighbours_for(name, pair)
-    start = time.perf_counter()
-    claim, result = audit_run(registry_runner(name, budget, neighbours.options), neighbours, budget, T,
-                              seed, alpha=alpha)
-    return MechanismAudit(name, mechanism.notion.__name__, budget, claim, result, neighbours.description,
-                          time.perf_counter() - start)
+# ---------------------------------------------------------------------------------------------------
+# White-box calibration: noise coordinates and the paper's variance of each
 
 
-def markdown_table(rows: list[list[MechanismAudit]]) -> str:
-    """One line per mechanism; one column of audited bounds per neighbouring pair (max in bold)."""
-    lines = ["| mechanism | notion | budget | claimed (ε, δ) | ε_lb, e1 → e2 | ε_lb, e1 → 0 | T per dataset | time (s) |",
-             "|---|---|---|---|---|---|---|---|"]
-    for audits in rows:
-        a = audits[0]
-        eps, delta = a.claim
-        bounds = [f"{x.result.eps_lb:.3f}" for x in audits]
-        if len(audits) == 1:  # a mechanism-specific pair (ridge model, stable estimator)
-            bounds = [f"{bounds[0]} ({a.neighbours})", "–"]
-        lines.append(f"| {a.name} | {a.notion} | {a.budget} | ({eps:.3g}, {delta:g}) | {bounds[0]} | {bounds[1]} | "
-                     f"{a.result.T} | {sum(x.seconds for x in audits):.1f} |")
-    return "\n".join(lines)
+@functools.lru_cache(maxsize=256)
+def _analytic_sd(sensitivity: float, budget: ApproxDP) -> float:
+    """Balle & Wang 2018's analytic Gaussian sd, from dp-accounting (not from the mechanism)."""
+    import dp_accounting
+    return sensitivity * dp_accounting.get_sigma_gaussian(budget.eps, budget.delta)
 
 
-def main(argv: list[str]) -> None:
-    """python tests/privacy/audit.py [T [T_iterative [T_stable]]]"""
-    T = int(argv[0]) if argv else 4000
-    T_slow = int(argv[1]) if len(argv) > 1 else T // 2
-    T_stable = int(argv[2]) if len(argv) > 2 else 200
-    rows = []
-    for name in MECHANISMS:
-        t = T_stable if name == "stable_gsampling" else T_slow if name in SLOW_MECHANISMS else T
-        if t <= 0:
-            continue
-        pairs = ["swap"] if name in ("output_perturbation", "stable_gsampling") else ["swap", "remove"]
-        rows.append([audit_mechanism(name, t, seed=seed, pair=pair) for seed, pair in enumerate(pairs)])
-        print(f"{name}: eps_lb = {[round(a.result.eps_lb, 3) for a in rows[-1]]} "
-              f"({sum(a.seconds for a in rows[-1]):.1f} s)", file=sys.stderr)
-    print(f"Audits at confidence {1 - ALPHA:g} (one-sided Clopper-Pearson, alpha/2 per tail); zCDP claims "
-          f"converted at delta = {ZCDP_DELTA:g}; neighbours: n = 10, d = 2, n - 1 zero rows.\n")
-    print(markdown_table(rows))
+def _rho(budget) -> float:
+    """The rho a zCDP mechanism runs at under ``budget``: rho itself; (eps, delta) -> the largest rho
+    with rho + 2 sqrt(rho ln(1/delta)) <= eps, i.e. (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    log_term = math.log(1 / budget.delta)
+    return (math.sqrt(log_term + budget.eps) - math.sqrt(log_term)) ** 2
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def _adaptive_cov_fraction(options: dict) -> float:
+    """AdaptiveCov's covariance share (Dong Alg. 2: radius 1/8, trace 1/8, SVT 1/4, covariance the rest;
+    radius="known" gives PrivRadius's share to the covariance)."""
+    split = {"radius": 1 / 8, "trace": 1 / 8, "svt": 1 / 4, **(options.get("split") or {})}
+    if options.get("radius") == "known":
+        split["radius"] = 0.0
+    return 1 - sum(split.values())
+
+
+def _entries_gauss(sd):
+    """Noise on the upper triangle of Sigma (n = 1000 rows of the dense/axes data, d = 2)."""
+    return lambda P, out, line: (_upper(as_matrix(out) - P.sigma), sd(P, line))
+
+
+def _spectral(sd_values, sd_vectors=None):
+    """Released eigenvalues minus the true ones; optionally the angle of the top eigenvector (its
+    first-order noise (lambda_1 - lambda_2) theta is the off-diagonal noise of the matrix it comes from)."""
+    def extract(P, out, line):
+        values, vectors = np.linalg.eigh(as_matrix(out))
+        coords, sds = list(values[::-1] - P.eigenvalues), [sd_values(P, line)] * len(values)
+        if sd_vectors is not None:
+            top = vectors[:, -1] * np.sign(vectors[0, -1])
+            coords.append(math.atan2(top[1], top[0]) * (P.eigenvalues[0] - P.eigenvalues[1]))
+            sds.append(sd_vectors(P, line))
+        return np.array(coords), np.array(sds)
+    return extract
+
+
+def _trace(sd_values):
+    """tr(released) - tr(Sigma): the sum of the d noisy eigenvalues' noise (exact for KT, whose
+    eigenvectors need not be orthogonal but have unit norm)."""
+    return lambda P, out, line: (np.array([np.trace(as_matrix(out)) - P.trace]),
+                                 np.array([math.sqrt(P.d) * sd_values(P, line)]))
+
+
+def _bingham(eta):
+    """The top released eigenvector theta_1 ~ exp(eta u^T C u) on the circle, C = n Sigma (unit rows):
+    with phi its angle to e1, 2 phi is von Mises with kappa = eta (c_1 - c_2), so
+    E[cos 2 phi] = I1(kappa / 2) / I0(kappa / 2). Coordinate: cos 2 phi; 'sd': eta (see calibrate)."""
+    def extract(P, out, line):
+        values, vectors = np.linalg.eigh(as_matrix(out))
+        top = vectors[:, -1]
+        return np.array([top[0] ** 2 - top[1] ** 2]), np.array([eta(P, line, values[::-1])])
+    return extract
+
+
+SQRT2 = math.sqrt(2)
+# Paper formulas for the noise sd (Sigma scale, unit ball r = 1, d = 2, replace-one neighbours).
+_gauss_sd = lambda P, line: SQRT2 / P.n / math.sqrt(2 * _rho(line.budget))  # noqa: E731 Dong Lemma 3, Delta = sqrt2/n
+_half_gauss_sd = lambda P, line: SQRT2 / P.n / math.sqrt(_rho(line.budget))  # noqa: E731 rho/2 steps (Dong Alg. 1)
+EXPECTED = {
+    # GaussCov (Dong §3.1), ClipGaussCov at tau = r, the projection mechanism, CoinPress t = 1 (domain B = 1)
+    "gauss": _entries_gauss(_gauss_sd),
+    # SeparateCov (Dong Alg. 1): eigenvalues N(0, 2/(n^2 rho)) at rho/2; eigenvectors of GaussCov at rho/2
+    "separate": _spectral(_half_gauss_sd, _half_gauss_sd),
+    # AdaptiveCov on unit rows at n = 1000: tau = r and the GaussCov branch, at the covariance share
+    "adaptive": _entries_gauss(lambda P, line: SQRT2 / P.n / math.sqrt(
+        2 * _rho(line.budget) * _adaptive_cov_fraction(line.options))),
+    "adaptive_lap": _entries_gauss(lambda P, line: SQRT2 * SQRT2 * P.d / (
+        line.budget.eps * _adaptive_cov_fraction(line.options) * P.n)),  # Laplace: sd = sqrt2 * scale
+    # EMCov (Dong App. C): eigenvalues of C by the Gaussian mechanism at rho/2 (Delta = sqrt 2, Lemma 10)
+    "emcov": _spectral(_half_gauss_sd),
+    "emcov_vectors": _bingham(lambda P, line, values: math.sqrt(_rho(line.budget) / P.d)),  # eta^2/2 = rho/(2d)
+    # LapCov (Dong App. I, Lemma 12): Laplace scale sqrt2 d / (eps n); sd = sqrt2 * scale
+    "lap": _entries_gauss(lambda P, line: SQRT2 * SQRT2 * P.d / (line.budget.eps * P.n)),
+    # Amin's L (§4): Lap(2d/eps) on C's entries
+    "laplace": _entries_gauss(lambda P, line: SQRT2 * 2 * P.d / (line.budget.eps * P.n)),
+    # SeparateCov, Laplace (Dong App. I, Lemma 13): eigenvalues Lap(2/(n eps/2))
+    "separate_lap": _spectral(lambda P, line: SQRT2 * 4 / (line.budget.eps * P.n)),
+    # Amin Alg. 1 (IT-U, AD, KT): eigenvalues of C + Lap(2/eps_0), eps_0 = eps/2
+    "itu": _spectral(lambda P, line: SQRT2 * 4 / (line.budget.eps * P.n)),
+    "ad": _spectral(lambda P, line: SQRT2 * 4 / (line.budget.eps * P.n)),
+    "kt": _trace(lambda P, line: SQRT2 * 4 / (line.budget.eps * P.n)),
+    # IT-U: theta_i ~ exp(eps_i/4 u^T C_i u), eps_i = eps/(2d)
+    "itu_vectors": _bingham(lambda P, line, values: line.budget.eps / (2 * P.d) / 4),
+    # AD (Corollary 1): eps_i = eps/2 sqrt(l_i + tau) / sum_j sqrt(l_j + tau), tau = 2/eps_0 ln(2d/beta),
+    # l = the released eigenvalues on C's scale (public), beta = 0.1
+    "ad_vectors": _bingham(lambda P, line, values: _ad_eta(P, line, values)),
+    # Wang & Xu (analytic Gaussian, Delta = sqrt2 r^2 / n; LDP: per user Delta = sqrt2 r^2, averaged over n)
+    "dp_threshold": _entries_gauss(lambda P, line: _analytic_sd(SQRT2 / P.n, line.budget)),
+    "gauss_approx": _entries_gauss(lambda P, line: _analytic_sd(SQRT2 / P.n, line.budget)),
+    "ldp_threshold": _entries_gauss(lambda P, line: _analytic_sd(SQRT2, line.budget) / math.sqrt(P.n)),
+}
+# Which calibration keys a line's calibration runs (eigenvectors: a second fit on the same outputs).
+CALIBRATION_PARTS = {"emcov": ("emcov", "emcov_vectors"), "itu": ("itu", "itu_vectors"), "ad": ("ad", "ad_vectors")}
+CALIBRATION_DATA = {"dp_threshold": ("dense", 1000), "gauss_approx": ("dense", 1000),
+                    # AdaptiveCov picks its GaussCov / LapCov branch at large n (SeparateCov's predicted
+                    # error falls as 1/sqrt(n), GaussCov's as 1/n), whatever the noise-prediction factor
+                    "adaptive": ("calibration", 100_000), "adaptive_lap": ("calibration", 100_000),
+                    "ldp_threshold": ("dense", 1_000_000), "output_perturbation": ("ridge", 10)}
+
+
+def _ad_eta(P, line, values):
+    eps = line.budget.eps
+    eps0 = eps / 2
+    tau = 2 / eps0 * math.log(2 * P.d / 0.1)
+    weights = np.sqrt(np.maximum(values * P.n + tau, 0.0))
+    return eps / 2 * weights[0] / weights.sum() / 4
+
+
+def _output_perturbation(P, out, line):
+    """w + b, ||b|| ~ Gamma(d - 1 = 1, Delta/eps) with a random sign in 1-D: Laplace(Delta/eps), Delta =
+    sqrt(1 + 1/(2 alpha)) / (n alpha) (Chaudhuri et al. 2011, Cor. 8)."""
+    task = P.ridge
+    w = task.weights(P.sigma)
+    scale = math.sqrt(1 + 1 / (2 * task.alpha)) / (P.n * task.alpha) / line.budget.eps
+    return np.asarray(out.weights) - w, np.array([SQRT2 * scale])
+
+
+EXPECTED["output_perturbation"] = _output_perturbation
+
+
+@dataclass
+class Calibration:
+    line: str
+    part: str
+    c: float
+    ratio: float  # fitted noise / the paper's noise at the claimed budget (temperature: claimed / fitted)
+    low: float  # confidence interval at 1 - ALPHA (two-sided)
+    high: float
+    T: int
+
+    @property
+    def caught(self) -> bool:
+        """The noise is significantly below the paper's formula."""
+        return self.high < 1
+
+    def describe(self) -> str:
+        return f"{self.line} x{self.c:g} [{self.part}]: noise ratio {self.ratio:.3f} ({self.low:.3f}, {self.high:.3f})"
+
+
+def _variance_ratio(coords: np.ndarray, sds: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """sqrt(mean((x / sd)^2)) with a CLT interval on the mean of squares."""
+    squares = (coords / sds) ** 2
+    mean, se = squares.mean(), squares.std(ddof=1) / math.sqrt(squares.size)
+    z = norm.isf(alpha / 2)
+    return math.sqrt(mean), math.sqrt(max(mean - z * se, 0.0)), math.sqrt(mean + z * se)
+
+
+def _temperature_ratio(cos2: np.ndarray, etas: np.ndarray, gaps: float, alpha: float):
+    """eta_expected / eta_fitted from the mean of cos 2 phi (von Mises in 2 phi with kappa/2 = eta gap/2)."""
+    def kappa_half(m):  # invert I1/I0 (increasing) on (0, 1)
+        m = min(max(m, 1e-12), 1 - 1e-12)
+        return brentq(lambda k: i1e(k) / i0e(k) - m, 1e-12, 1e8)
+    mean, se = cos2.mean(), cos2.std(ddof=1) / math.sqrt(len(cos2))
+    z = norm.isf(alpha / 2)
+    expected = float(np.mean(etas)) * gaps / 2
+    fit = [kappa_half(m) for m in (mean, mean - z * se, mean + z * se)]
+    # the released noise is ~ 1/sqrt(kappa): ratio = sqrt(expected kappa / fitted kappa)
+    return math.sqrt(expected / fit[0]), math.sqrt(expected / fit[2]), math.sqrt(expected / fit[1])
+
+
+def calibrate(line: AuditLine, T: int, c: float = 1.0, seed: int = 0, alpha: float = ALPHA) -> list[Calibration]:
+    """White-box: T releases of the copy with noise x c on a dataset where its noise is observable; per
+    noise step, the fitted sd over the paper's sd at the claimed budget."""
+    if line.calibration is None:
+        return []
+    pair, n = CALIBRATION_DATA.get(line.calibration, ("calibration", 1000))
+    P = neighbours(pair, n).problems[0]
+    outs = outputs(line.mechanism, line.options, run_budget(line, c), P, T, stable_seed("calibrate", line.line, c, seed))
+    results = []
+    for part in CALIBRATION_PARTS.get(line.calibration, (line.calibration,)):
+        extracted = [EXPECTED[part](P, out, line) for out in outs]
+        coords = np.array([np.atleast_1d(e[0]) for e in extracted])
+        sds = np.array([np.broadcast_to(e[1], np.shape(np.atleast_1d(e[0]))) for e in extracted])
+        if part.endswith("_vectors"):
+            ratio = _temperature_ratio(coords[:, 0], sds[:, 0], n * (P.eigenvalues[0] - P.eigenvalues[1]), alpha)
+        else:
+            ratio = _variance_ratio(coords, sds, alpha)
+        results.append(Calibration(line.line, part, c, *ratio, T))
+    return results
