@@ -185,11 +185,12 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     experiment_file = _chosen_experiment(overrides)
     if experiment_file is not None:
         check_experiment_file(experiment_file)
+    known = top_keys()
     for key in raw:
-        if key not in TOP_KEYS:
+        if key not in known:
             source = next((o for o in overrides if _override_key(o).split(".")[0] == key), None)
             where = f"the command line {source!r}" if source else "the config"
-            raise ConfigError(f"unknown key {key!r} (from {where}){did_you_mean(key, TOP_KEYS)}")
+            raise ConfigError(f"unknown key {key!r} (from {where}){did_you_mean(key, known)}")
     overridden = _overridden(list(overrides))
     raw = _apply_scale(raw, overridden)
     name = raw.get("experiment_name")
@@ -376,7 +377,9 @@ def load_yaml(path: Path):
         raise ConfigError(f"{path}: YAML syntax error{where} ({what}); fix the file") from None
 
 
-TOP_KEYS = tuple(k for k in load_yaml(CONF_DIR / "config.yaml") if k not in ("defaults", "hydra"))
+def top_keys() -> tuple[str, ...]:
+    """Every key an experiment may set: the keys of conf/config.yaml."""
+    return tuple(k for k in load_yaml(CONF_DIR / "config.yaml") or {} if k not in ("defaults", "hydra"))
 
 
 def check_experiment_file(name: str) -> None:
@@ -394,19 +397,20 @@ def check_experiment_file(name: str) -> None:
             if key not in known:
                 raise ConfigError(f"{path}: unknown key {prefix + str(key)!r}{did_you_mean(str(key), known)}")
 
-    check(content, (*TOP_KEYS, "defaults"))
+    known = top_keys()
+    check(content, (*known, "defaults"))
     check(content.get("figure") or {}, FIGURE_KEYS, "figure.")
     scales = content.get("scales") or {}
     check(scales, SCALES, "scales.")
     for scale, overlay in scales.items():
-        check(overlay or {}, [k for k in TOP_KEYS if k not in ("scales", "experiment_name")], f"scales.{scale}.")
+        check(overlay or {}, [k for k in known if k not in ("scales", "experiment_name")], f"scales.{scale}.")
         check((overlay or {}).get("figure") or {}, FIGURE_KEYS, f"scales.{scale}.figure.")
 
 
 def check_command_line(argv: list[str]) -> None:
     """Before Hydra composes anything: YAML syntax of the config files named, and unknown top-level
     keys (``trails=3``, ``+trails=3``, ``+mechanism=[gauss]``) with a suggestion."""
-    load_yaml(CONF_DIR / "config.yaml")
+    known = top_keys()  # also: a YAML syntax error in conf/config.yaml
     for arg in argv:
         if arg.startswith("-") or "=" not in arg:
             continue  # Hydra's flags (-m, --cfg job, ...)
@@ -417,8 +421,8 @@ def check_command_line(argv: list[str]) -> None:
         if top == "experiment":
             for name in value.split(","):  # a multirun sweep lists several
                 check_experiment_file(name.strip())
-        elif top not in TOP_KEYS:
-            raise ConfigError(f"unknown key {top!r} (command line {arg!r}){did_you_mean(top, TOP_KEYS)}")
+        elif top not in known:
+            raise ConfigError(f"unknown key {top!r} (command line {arg!r}){did_you_mean(top, known)}")
 
 
 def compose_experiment(overrides: list[str]) -> Experiment:

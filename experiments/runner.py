@@ -74,11 +74,14 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
     params = data_params(experiment.dataset, point)
     key = params_key(params) + (() if trial is None else (f"trial={trial}",))
     rng = generator(experiment.seed, "data", dataset.name, *key)
-    data = dataset.load(params, rng, experiment.data_dir)
-    ridge = None
-    if experiment.ridge_alpha is not None and data.target is not None:
-        ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
-    problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
+    # One BLAS thread here too: sums in a fixed order, so the shared statistics (and every number
+    # after them) do not depend on how many threads the environment gives BLAS (exact resume).
+    with threadpool_limits(limits=1):
+        data = dataset.load(params, rng, experiment.data_dir)
+        ridge = None
+        if experiment.ridge_alpha is not None and data.target is not None:
+            ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
+        problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
     truth = problem.sigma if data.truth is None else data.truth
     return Instance(problem, truth, {"data_trace": problem.trace,
                                      **{f"data_{k}": v for k, v in data.info.items()}})
