@@ -218,7 +218,7 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     unknown = sorted(names - known)
     if unknown:
         raise ConfigError(f"unknown parameter(s) {unknown} for dataset {dataset.name!r}"
-                          f"{did_you_mean(unknown[0], known)}; known: {sorted(known)}")
+                          f"{did_you_mean(unknown[0], known)}")
     for point in _points(params, sweep):
         for key, kind in dataset.param_types().items():
             value = point.get(key)

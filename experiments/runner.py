@@ -90,8 +90,13 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
 def line_spec(experiment: Experiment, name: str) -> str:
     """What line ``name`` runs, as one canonical JSON text: its registered mechanism, options and
     budget overrides (a variant's delta, say)."""
+    def plain(value):  # tau: 1 and tau: 1.0 are one line
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return [plain(v) for v in value] if isinstance(value, (list, tuple)) else canonical(value)
+
     line = experiment.line(name)
-    return json.dumps({"mechanism": line.mechanism, "options": line.options, "budget": line.budget},
+    return json.dumps(plain({"mechanism": line.mechanism, "options": line.options, "budget": line.budget}),
                       sort_keys=True, separators=(",", ":"))
 
 
