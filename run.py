@@ -1,28 +1,54 @@
-"""Run one experiment: python run.py experiment=<name> [scale=paper|small|smoke] [overrides...]"""
+"""Run one experiment: python run.py experiment=<name> [scale=paper|small|smoke] [overrides...]
+Several (Hydra multirun): python run.py -m experiment=<name> seed=1,2  (each job: its own output_dir)"""
 import sys
+import warnings
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import open_dict
 
-from experiments.config import ConfigError, build_experiment, open_key_overrides
-from experiments.runner import run_experiment
+from experiments.config import ConfigError, build_experiment, check_command_line, job_output_dir, open_key_overrides
+from experiments.runner import Interrupted, run_experiment
 
-sys.argv = [sys.argv[0], *open_key_overrides(sys.argv[1:])]
+warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"  # one line each
 
 
 @hydra.main(version_base=None, config_path="conf", config_name="config")
 def main(cfg) -> None:
+    hydra_cfg = HydraConfig.get()
+    overrides = list(hydra_cfg.overrides.task)
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # every job its own directory, named by its swept values
+        with open_dict(cfg):
+            cfg.output_dir = job_output_dir(cfg.output_dir, sys.argv[1:], overrides)
     try:
-        experiment = build_experiment(cfg, HydraConfig.get().overrides.task)
+        experiment = build_experiment(cfg, overrides)
     except ConfigError as err:
         sys.exit(f"config error: {err}")
     try:
         out = run_experiment(experiment)
-    except (ValueError, FileNotFoundError) as err:  # bad data or files: say what, without a traceback
-        sys.exit(f"error: {err}\n(finished trials are kept in {experiment.output_dir}/results.csv)")
+    except Interrupted as stop:
+        print(f"interrupted: {stop.kept} runs kept in {stop.results}; re-run the same command to resume",
+              file=sys.stderr, flush=True)
+        sys.exit(130)
+    except (ValueError, OSError) as err:  # bad data, files or directories: say what, without a traceback
+        sys.exit(f"error: {err}")
     print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {out.figure_png} (+ .pdf)\n"
           f"config:  {out.config}")
 
 
+def cli() -> None:
+    argv = open_key_overrides(sys.argv[1:])
+    try:
+        check_command_line(argv)  # YAML syntax and unknown keys, before Hydra's tracebacks
+    except ConfigError as err:
+        sys.exit(f"config error: {err}")
+    sys.argv = [sys.argv[0], *argv]
+    try:
+        main()
+    except KeyboardInterrupt:  # before or after the runs (during a run: the message above)
+        sys.exit("interrupted")
+
+
 if __name__ == "__main__":
-    main()
+    cli()

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -92,8 +93,11 @@ def _download(file: DataFile, target: Path) -> str | None:
     """Fetch ``file`` into ``target`` (verified); None on success, else why it failed."""
     reasons = []
     for url in file.urls:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{file.name}.")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{file.name}.")
+        except OSError as err:
+            return f"cannot write to {target.parent} ({err.strerror or err})"
         try:
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as resp:
                 shutil.copyfileobj(resp, out)
@@ -129,8 +133,12 @@ def locate(file: DataFile, data_dir=None, download: bool = True) -> Path:
     )
 
 
+_cache_warned: set[str] = set()  # unwritable cache directories already reported
+
+
 def cached_array(kind: str, key: dict, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """``build()`` once per ``key`` (include the source files' checksums), then from an .npz cache."""
+    """``build()`` once per ``key`` (include the source files' checksums), then from an .npz cache.
+    The cache only saves time: one that cannot be read or written is reported once and skipped."""
     text = json.dumps({"kind": kind, **key}, sort_keys=True, default=str)
     path = cache_dir() / "parsed" / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:20]}.npz"
     if path.is_file():
@@ -138,11 +146,24 @@ def cached_array(kind: str, key: dict, build: Callable[[], dict[str, np.ndarray]
             with np.load(path, allow_pickle=False) as stored:
                 return {k: stored[k] for k in stored.files}
         except (OSError, ValueError):  # a torn or stale cache entry: rebuild it
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
     arrays = build()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
-    with os.fdopen(fd, "wb") as out:
-        np.savez(out, **arrays)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                np.savez(out, **arrays)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as err:
+        if str(path.parent) not in _cache_warned:
+            _cache_warned.add(str(path.parent))
+            warnings.warn(f"parse cache {path.parent} is not writable ({err.strerror or err}); carrying on "
+                          f"without it (set DPCOV_CACHE to a writable directory to parse the data only once)")
     return arrays

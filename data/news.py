@@ -4,8 +4,9 @@ Corpus (first found wins):
 - v16, the paper's: ``news_commentary/news-commentary-v16.en.gz`` (English monolingual,
   https://data.statmt.org/news-commentary/v16/training-monolingual/). Articles are separated by
   blank lines; every article with fewer than ``V16_MIN_TOKENS`` = 20 tokens (tokens as the
-  vectoriser sees them, below) is dropped; the paper reports n = 15657. No checksum of this file is
-  known here, so it is accepted unverified and its SHA-256 is recorded in the results
+  vectoriser sees them, below) is dropped; the paper reports n = 15657. A file with no such
+  article, or with fewer than ``V16_MIN_LINES`` lines, is refused as not being the corpus. No
+  checksum of this file is known here, so it is accepted unverified and its SHA-256 is recorded in the results
   (``data_corpus_sha256``). It is only looked up, never downloaded during a run (no network
   timeout); fetch it once with ``python -c "from data.news import fetch_v16; fetch_v16()"``.
 - otherwise the staged v8 subset: the English sides of news-commentary-v8.{cs,de,es,fr,ru}-en
@@ -37,9 +38,10 @@ from .registry_types import Data
 
 V16_URL = "https://data.statmt.org/news-commentary/v16/training-monolingual/news-commentary-v16.en.gz"
 V16_MIN_TOKENS = 20
+V16_MIN_LINES = 30_000  # >= 15657 articles, each >= 1 line + a blank separator: fewer lines, not the corpus
 VECTORIZER_OPTIONS = {"alternate_sign": False, "norm": None}  # with n_features=d; rest: defaults
 SCALINGS = ("unit", "max")
-PARSE_VERSION = 1  # bump when the cached count matrices change meaning
+PARSE_VERSION = 2  # bump when the cached count matrices change meaning
 V16_NAME = "news-commentary-v16"
 V8_NAME = "news-commentary-v8-subset (5x5000 lines, sentence rows)"
 
@@ -88,7 +90,15 @@ def v16_articles(path: Path, min_tokens: int = V16_MIN_TOKENS) -> list[str]:
                             f"{V16.how_to_get}") from None
     analyzer = vectorizer(2).build_analyzer()
     pieces = (p.strip() for p in _BLANK.split(text.replace("\r\n", "\n")))
-    return [p for p in pieces if p and len(analyzer(p)) >= min_tokens]
+    articles = [p for p in pieces if p and len(analyzer(p)) >= min_tokens]
+    if not articles:
+        raise DataFileError(f"{path}: no articles found (no blank-line separated text of >= {min_tokens} "
+                            f"tokens): not the News Commentary v16 file. {V16.how_to_get}")
+    lines = text.count("\n")
+    if lines < V16_MIN_LINES:
+        raise DataFileError(f"{path}: {lines} lines, too few lines to be the News Commentary v16 corpus "
+                            f"(its 15657 articles need >= {V16_MIN_LINES}). {V16.how_to_get}")
+    return articles
 
 
 def v8_sentences(paths: list[Path]) -> list[str]:

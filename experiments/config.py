@@ -1,10 +1,14 @@
 """From a composed Hydra config to a validated ``Experiment`` (clear errors for every bad value)."""
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
 import itertools
 from pathlib import Path
 from dataclasses import dataclass, field
 
+import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from data.registry import get_dataset
@@ -140,6 +144,15 @@ def open_key_overrides(argv: list[str]) -> list[str]:
     return [f"++{a}" if a.startswith(OPEN_KEYS) else a for a in argv]
 
 
+def _override_key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _chosen_experiment(overrides) -> str | None:
+    names = [o.split("=", 1)[1] for o in overrides if _override_key(o) == "experiment" and "=" in o]
+    return names[-1] if names else None
+
+
 def _plain(node):
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
 
@@ -169,6 +182,15 @@ def _apply_scale(cfg: dict, overrides: set[str]) -> dict:
 def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     """Validate a composed config; ``overrides`` are the command-line overrides (they win)."""
     raw = _plain(cfg)
+    experiment_file = _chosen_experiment(overrides)
+    if experiment_file is not None:
+        check_experiment_file(experiment_file)
+    known = top_keys()
+    for key in raw:
+        if key not in known:
+            source = next((o for o in overrides if _override_key(o).split(".")[0] == key), None)
+            where = f"the command line {source!r}" if source else "the config"
+            raise ConfigError(f"unknown key {key!r} (from {where}){did_you_mean(key, known)}")
     overridden = _overridden(list(overrides))
     raw = _apply_scale(raw, overridden)
     name = raw.get("experiment_name")
@@ -195,8 +217,8 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     known = set(dataset.param_names()) | set(BUDGET_PARAMS)
     unknown = sorted(names - known)
     if unknown:
-        raise ConfigError(f"unknown parameter(s) {unknown} for dataset {dataset.name!r}; "
-                          f"known: {sorted(known)}")
+        raise ConfigError(f"unknown parameter(s) {unknown} for dataset {dataset.name!r}"
+                          f"{did_you_mean(unknown[0], known)}")
     for point in _points(params, sweep):
         for key, kind in dataset.param_types().items():
             value = point.get(key)
@@ -249,11 +271,18 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     if not isinstance(raw["clamp_eigenvalues"], bool):
         raise ConfigError(f"clamp_eigenvalues must be true or false, got {raw['clamp_eigenvalues']!r}")
 
+    output_dir = raw.get("output_dir")
+    if not isinstance(output_dir, str) or not output_dir.strip():
+        raise ConfigError(f"output_dir must name a directory, got {output_dir!r} "
+                          f"(default: outputs/<experiment>/<scale>)")
+    if Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise ConfigError(f"output_dir {output_dir} is a file, not a directory: pass another output_dir=...")
+
     fig = dict(raw.get("figure") or {})
-    try:
-        figure = Figure(**fig)
-    except TypeError as err:
-        raise ConfigError(f"figure: {err}") from None
+    for key in fig:
+        if key not in FIGURE_KEYS:
+            raise ConfigError(f"unknown key 'figure.{key}'{did_you_mean(key, FIGURE_KEYS)}")
+    figure = Figure(**fig)
     panels = [figure.panel] if isinstance(figure.panel, str) else list(figure.panel or [])
     if figure.columns is not None:
         _require_int("figure.columns", figure.columns, 1)
@@ -275,7 +304,25 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     for point in experiment.grid():
         for name in experiment.mechanisms:
             experiment.budget(name, point)
+    for name in experiment.mechanisms:
+        line = experiment.line(name)
+        missing = [o for o in required_options(line.mechanism) if o not in line.options]
+        if missing:
+            where = f"variants.{name}.options" if name in experiment.variants else f"mechanism_options.{name}"
+            raise ConfigError(f"mechanism {line.mechanism!r} needs option(s) {missing}: set "
+                              f"{' '.join(f'{where}.{o}=...' for o in missing)}")
     return experiment
+
+
+def required_options(mechanism: str) -> list[str]:
+    """Options a mechanism cannot run without: its keyword-only parameters without a default."""
+    params = inspect.signature(get_mechanism(mechanism).fn).parameters.values()
+    return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is p.empty]
+
+
+def did_you_mean(key: str, known) -> str:
+    close = difflib.get_close_matches(key, sorted(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known))}"
 
 
 def _require_int(key: str, value, low: int) -> None:
@@ -316,6 +363,66 @@ def _variants(raw: dict) -> dict[str, Line]:
 
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+FIGURE_KEYS = tuple(f.name for f in dataclasses.fields(Figure))
+
+
+def load_yaml(path: Path):
+    """A YAML file's content; a syntax error becomes one line naming the file and the place."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{path}: YAML syntax error{where} ({what}); fix the file") from None
+
+
+def top_keys() -> tuple[str, ...]:
+    """Every key an experiment may set: the keys of conf/config.yaml."""
+    return tuple(k for k in load_yaml(CONF_DIR / "config.yaml") or {} if k not in ("defaults", "hydra"))
+
+
+def check_experiment_file(name: str) -> None:
+    """Refuse unknown keys in conf/experiment/<name>.yaml (top level, figure, scales.<scale>), naming
+    the file and the key; a YAML syntax error names the file and line."""
+    path = CONF_DIR / "experiment" / f"{name}.yaml"
+    if not path.is_file():
+        return  # Hydra reports a missing experiment with the list of known ones
+    content = load_yaml(path) or {}
+    if not isinstance(content, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys, got {type(content).__name__}")
+
+    def check(keys, known, prefix=""):
+        for key in keys:
+            if key not in known:
+                raise ConfigError(f"{path}: unknown key {prefix + str(key)!r}{did_you_mean(str(key), known)}")
+
+    known = top_keys()
+    check(content, (*known, "defaults"))
+    check(content.get("figure") or {}, FIGURE_KEYS, "figure.")
+    scales = content.get("scales") or {}
+    check(scales, SCALES, "scales.")
+    for scale, overlay in scales.items():
+        check(overlay or {}, [k for k in known if k not in ("scales", "experiment_name")], f"scales.{scale}.")
+        check((overlay or {}).get("figure") or {}, FIGURE_KEYS, f"scales.{scale}.figure.")
+
+
+def check_command_line(argv: list[str]) -> None:
+    """Before Hydra composes anything: YAML syntax of the config files named, and unknown top-level
+    keys (``trails=3``, ``+trails=3``, ``+mechanism=[gauss]``) with a suggestion."""
+    known = top_keys()  # also: a YAML syntax error in conf/config.yaml
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue  # Hydra's flags (-m, --cfg job, ...)
+        key, value = _override_key(arg), arg.split("=", 1)[1]
+        top = key.split(".")[0].split("/")[0]
+        if top == "hydra":
+            continue
+        if top == "experiment":
+            for name in value.split(","):  # a multirun sweep lists several
+                check_experiment_file(name.strip())
+        elif top not in known:
+            raise ConfigError(f"unknown key {top!r} (command line {arg!r}){did_you_mean(top, known)}")
 
 
 def compose_experiment(overrides: list[str]) -> Experiment:
@@ -323,6 +430,7 @@ def compose_experiment(overrides: list[str]) -> Experiment:
     from hydra import compose, initialize_config_dir
 
     overrides = open_key_overrides(list(overrides))
+    check_command_line(overrides)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=overrides)
     return build_experiment(cfg, overrides)
@@ -330,3 +438,17 @@ def compose_experiment(overrides: list[str]) -> Experiment:
 
 def experiment_names() -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+
+
+def job_output_dir(output_dir: str, argv: list[str], job_overrides: list[str]) -> str:
+    """A multirun job's output directory: ``output_dir`` plus a subdirectory named by the job's
+    values of the swept keys, e.g. ``-m seed=1,2`` -> ``<output_dir>/seed=1`` and ``.../seed=2``
+    (sweeping output_dir itself already separates the jobs)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    command = parser.parse_overrides([a for a in argv if "=" in a and not a.startswith("-")])
+    swept = {o.key_or_group for o in command if o.is_sweep_override()} - {"output_dir"}
+    job = [o for o in parser.parse_overrides(list(job_overrides)) if o.key_or_group in swept]
+    name = ",".join(f"{o.key_or_group}={o.get_value_element_as_str()}" for o in job)
+    return str(Path(output_dir) / name.replace("/", "_")) if name else output_dir

@@ -7,15 +7,20 @@ mechanism or a dataset.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import signal
+import threading
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed, effective_n_jobs, parallel_config
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs, parallel_config
 from threadpoolctl import threadpool_limits
 
 from data.registry import get_dataset
@@ -26,7 +31,7 @@ from mechanisms.registry import import_plugins, plugin_modules, release
 from .config import Experiment
 from .metrics import evaluate
 from .seeding import canonical, generator, params_key
-from .store import ResultsStore
+from .store import ResultsStore, row_keys
 
 STATS = ("mean", "std", "sem", "median", "count")
 
@@ -69,14 +74,85 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
     params = data_params(experiment.dataset, point)
     key = params_key(params) + (() if trial is None else (f"trial={trial}",))
     rng = generator(experiment.seed, "data", dataset.name, *key)
-    data = dataset.load(params, rng, experiment.data_dir)
-    ridge = None
-    if experiment.ridge_alpha is not None and data.target is not None:
-        ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
-    problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
+    # One BLAS thread here too: sums in a fixed order, so the shared statistics (and every number
+    # after them) do not depend on how many threads the environment gives BLAS (exact resume).
+    with threadpool_limits(limits=1):
+        data = dataset.load(params, rng, experiment.data_dir)
+        ridge = None
+        if experiment.ridge_alpha is not None and data.target is not None:
+            ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
+        problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
     truth = problem.sigma if data.truth is None else data.truth
     return Instance(problem, truth, {"data_trace": problem.trace,
                                      **{f"data_{k}": v for k, v in data.info.items()}})
+
+
+def line_spec(experiment: Experiment, name: str) -> str:
+    """What line ``name`` runs, as one canonical JSON text: its registered mechanism, options and
+    budget overrides (a variant's delta, say)."""
+    def plain(value):  # tau: 1 and tau: 1.0 are one line
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return [plain(v) for v in value] if isinstance(value, (list, tuple)) else canonical(value)
+
+    line = experiment.line(name)
+    return json.dumps(plain({"mechanism": line.mechanism, "options": line.options, "budget": line.budget}),
+                      sort_keys=True, separators=(",", ":"))
+
+
+def run_identity(experiment: Experiment, point: dict, name: str, trial: int) -> dict:
+    """The columns that define one run (resume matches rows of results.csv on all of them): dataset,
+    line (name, label, spec), trial, seed, release settings and every parameter of the grid point."""
+    identity = {"dataset": experiment.dataset, "mechanism": name, "label": experiment.line(name).label,
+                "line": line_spec(experiment, name), "trial": trial, "seed": experiment.seed,
+                "clamp_eigenvalues": experiment.clamp_eigenvalues}
+    if experiment.ridge_alpha is not None:
+        identity["ridge_alpha"] = experiment.ridge_alpha
+    return {**identity, **{p: point[p] for p in experiment.param_names()}}
+
+
+def run_columns(experiment: Experiment) -> list[str]:
+    return list(run_identity(experiment, experiment.grid()[0], experiment.mechanisms[0], 0))
+
+
+def run_key(experiment: Experiment, point: dict, name: str, trial: int) -> tuple:
+    return tuple(canonical(v) for v in run_identity(experiment, point, name, trial).values())
+
+
+def row_columns(experiment: Experiment) -> set[str]:
+    """The columns every row of this experiment has (besides the loader's data_* facts)."""
+    return {"experiment", *run_columns(experiment), "budget", "spent", "released",
+            *(f"err_{m}" for m in experiment.metrics), "seconds"}
+
+
+def check_rows(experiment: Experiment, store: ResultsStore, frame: pd.DataFrame) -> None:
+    """Refuse a results.csv that holds runs of another configuration: other columns, or rows whose
+    seed, dataset, release settings or line (label, mechanism, options, budget) differ from now."""
+    if frame.empty:
+        return
+    found = {c for c in frame.columns if not c.startswith("data_")}
+    wanted = row_columns(experiment)
+    if found != wanted:
+        raise ValueError(f"{store.results} has other columns than this command writes (only there: "
+                         f"{sorted(found - wanted)}; missing: {sorted(wanted - found)}): another "
+                         f"configuration, or an older dpcov; pass another output_dir=... or move it away")
+    settings = {"seed": experiment.seed, "dataset": experiment.dataset,
+                "clamp_eigenvalues": experiment.clamp_eigenvalues, "ridge_alpha": experiment.ridge_alpha}
+    for column, now in settings.items():
+        stored = {canonical(v) for v in frame[column].unique()} - {canonical(now)} if column in frame else ()
+        if stored:
+            raise ValueError(f"{store.results} holds runs with {column} = {sorted(stored, key=str)[0]!r}; this "
+                             f"command has {column} = {now!r}: a different configuration; pass another "
+                             f"output_dir=... or delete that directory")
+    for name in experiment.mechanisms:
+        now = (experiment.line(name).label, line_spec(experiment, name))
+        rows = frame[frame.mechanism == name]
+        other = set(zip(rows.label, rows.line)) - {now}
+        if other:
+            label, spec = sorted(other)[0]
+            raise ValueError(f"{store.results} holds runs of line {name!r} as {label!r} {spec}; this command "
+                             f"runs it as {now[0]!r} {now[1]}: a different configuration; pass another "
+                             f"output_dir=... or delete that directory")
 
 
 def run_trials(experiment: Experiment, instance: Instance | None, point: dict, trials: list[int],
@@ -98,10 +174,9 @@ def run_trials(experiment: Experiment, instance: Instance | None, point: dict, t
                 estimate, accountant = release(line.mechanism, problem, budget, rng, options=line.options,
                                                clamp=experiment.clamp_eigenvalues)
                 seconds = time.perf_counter() - start
-                row = {"experiment": experiment.name, "dataset": experiment.dataset,
-                       "mechanism": name, "label": line.label, "trial": trial,
-                       "seed": experiment.seed, **point, "budget": str(budget),
-                       "spent": str(accountant.spent), **trial_instance.info}
+                row = {"experiment": experiment.name, **run_identity(experiment, point, name, trial),
+                       "budget": str(budget), "spent": str(accountant.spent),
+                       "released": accountant.released, **trial_instance.info}
                 for metric in experiment.metrics:
                     row[f"err_{metric}"] = evaluate(metric, estimate, trial_instance.truth, problem.sigma,
                                                     problem.ridge)
@@ -111,30 +186,48 @@ def run_trials(experiment: Experiment, instance: Instance | None, point: dict, t
 
 
 class Progress:
+    """Prints done/total, elapsed and an estimate every ``every`` seconds -- also while no task has
+    finished yet (a heartbeat thread), so a slow start (many workers, a large dataset) is visible."""
+
     def __init__(self, name: str, total: int, every: float = 5.0):
         self.name, self.total, self.every = name, total, every
-        self.done, self.start, self.last = 0, time.perf_counter(), 0.0
+        self.done, self.start = 0, time.perf_counter()
+        self.last = self.start
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> "Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every / 5):
+            if time.perf_counter() - self.last >= self.every:
+                self.update(0, force=True)
 
     def update(self, count: int, force: bool = False) -> None:
-        self.done += count
-        now = time.perf_counter()
-        if force or now - self.last >= self.every or self.done == self.total:
-            self.last = now
-            elapsed = now - self.start
-            eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-            print(f"[{self.name}] {self.done}/{self.total} mechanism runs "
-                  f"({100 * self.done / max(self.total, 1):.0f}%), {elapsed:.0f}s elapsed, "
-                  f"~{eta:.0f}s left", flush=True)
+        with self._lock:
+            self.done += count
+            now = time.perf_counter()
+            if force or now - self.last >= self.every or self.done == self.total:
+                self.last = now
+                elapsed = now - self.start
+                eta = f"~{elapsed / self.done * (self.total - self.done):.0f}s left" if self.done else "starting"
+                print(f"[{self.name}] {self.done}/{self.total} mechanism runs "
+                      f"({100 * self.done / max(self.total, 1):.0f}%), {elapsed:.0f}s elapsed, {eta}", flush=True)
 
 
 def plan(experiment: Experiment, done: set[tuple]):
-    """[(point, {trial: [pending mechanisms]})] for every grid point with work left."""
-    names = experiment.param_names()
+    """[(point, {trial: [pending mechanisms]})] for every grid point with work left; ``done`` holds
+    the run keys (``run_key``) of the rows already in results.csv."""
     work = []
     for point in experiment.grid():
-        key = tuple(canonical(point[p]) for p in names)
         pending = {t: [m for m in experiment.mechanisms
-                       if t < experiment.trials_for(m) and (m, t, *key) not in done]
+                       if t < experiment.trials_for(m) and run_key(experiment, point, m, t) not in done]
                    for t in range(experiment.trials)}
         pending = {t: ms for t, ms in pending.items() if ms}
         if pending:
@@ -171,14 +264,40 @@ def in_experiment(experiment: Experiment, frame: pd.DataFrame) -> pd.Series:
 
 def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
     """mean, std, sem, median and count of every metric (and seconds) per mechanism x grid point,
-    over the rows of this experiment's grid and trials."""
+    over the rows of this experiment's grid and trials, and ``fallbacks``: how many of those trials
+    released a mechanism's fallback (``released`` not "ok"). A run present twice is refused."""
     names = experiment.param_names()
     frame = frame[in_experiment(experiment, frame)]
+    if frame.empty:
+        return pd.DataFrame()
+    repeated = row_keys(frame, run_columns(experiment)).duplicated()
+    if repeated.any():
+        first = frame[repeated].iloc[0]
+        raise ValueError(f"the results hold {int(repeated.sum())} runs more than once (e.g. {first.mechanism} "
+                         f"trial {first.trial} at {', '.join(f'{p}={first[p]}' for p in names)}), as two runs "
+                         f"writing at once leave them; summary refused: keep one row per run or start over")
     values = [f"err_{m}" for m in experiment.metrics] + ["seconds"]
-    grouped = frame.groupby(["experiment", "dataset", "mechanism", "label", *names], sort=False)[values]
-    summary = grouped.agg(list(STATS))
+    group = ["experiment", "dataset", "mechanism", "label", *names]
+    grouped = frame.assign(fallbacks=frame["released"] != "ok").groupby(group, sort=False)
+    summary = grouped[values].agg(list(STATS))
     summary.columns = [f"{v}_{s}" for v, s in summary.columns]
+    summary["fallbacks"] = grouped["fallbacks"].sum().astype(int)  # trials whose release was not "ok"
     return summary.reset_index()
+
+
+def exit_with_parent(parent: int) -> None:
+    """Initializer of the local (loky) worker processes, children of the run's process ``parent``:
+    end this worker as soon as ``parent`` is gone (Ctrl-C, kill -9), not when its idle timeout ends."""
+    if os.getppid() != parent:  # the run ended before this worker even started
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it ends the workers
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 @contextmanager
@@ -187,7 +306,13 @@ def trial_executor(experiment: Experiment):
     joblib's Dask backend (results are identical: every trial is seeded by its key, not by where it
     runs); without a scheduler address, a LocalCluster of n_jobs single-threaded worker processes."""
     if experiment.executor == "local":
-        yield experiment.n_jobs
+        cores = cpu_count()
+        if experiment.n_jobs > cores:
+            warnings.warn(f"n_jobs={experiment.n_jobs} exceeds the {cores} CPU cores here: the extra worker "
+                          f"processes only compete for them (n_jobs=-1 uses every core)")
+        # Workers end with this process, even after kill -9 of it (they watch their parent).
+        with parallel_config(backend="loky", initializer=exit_with_parent, initargs=(os.getpid(),)):
+            yield experiment.n_jobs
         return
     try:
         from dask.distributed import Client, LocalCluster
@@ -209,10 +334,36 @@ def trial_executor(experiment: Experiment):
             cluster.close()
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; ``kept`` runs of this experiment are in ``results`` (resume from there)."""
+
+    def __init__(self, kept: int, results: Path):
+        super().__init__(f"{kept} runs kept in {results}")
+        self.kept, self.results = kept, results
+
+
 def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
+    """Run what results.csv does not hold yet (one run at a time per output directory), then write
+    summary.csv, the figures and config.yaml. Ctrl-C raises ``Interrupted`` (every finished run kept)."""
     store = ResultsStore(experiment.output_dir, experiment.fingerprint())
+    with store.locked():
+        try:
+            return _run(experiment, store, make_figure)
+        except KeyboardInterrupt:
+            frame = store.load()
+            raise Interrupted(int(in_experiment(experiment, frame).sum()), store.results) from None
+
+
+def _run(experiment: Experiment, store: ResultsStore, make_figure: bool) -> Outputs:
+    frame = store.load()
+    check_rows(experiment, store, frame)
+    outside = int((~in_experiment(experiment, frame)).sum())
+    if outside:
+        print(f"note: {store.results} also holds {outside} runs outside this command's grid, lines or "
+              f"trials (kept); summary.csv, the figures and config.yaml describe this command only", flush=True)
+    done = set(row_keys(frame, run_columns(experiment), store.results)) if not frame.empty else set()
     config_path = store.write_config(experiment.resolved)
-    work = plan(experiment, store.done(experiment.param_names()))
+    work = plan(experiment, done)
     runs = sum(len(ms) for _, pending in work for ms in pending.values())
     total = experiment.total_runs()
     fewer = "".join(f", {m}: {experiment.trials_for(m)}" for m in experiment.trials_per_mechanism)
@@ -221,15 +372,17 @@ def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
           f"-> {store.dir}", flush=True)
     new_rows = 0
     if work:
-        with trial_executor(experiment) as n_jobs:
+        with trial_executor(experiment) as n_jobs, Progress(experiment.name, runs) as progress:
             chunk = max(1, min(10, math.ceil(experiment.trials / effective_n_jobs(n_jobs))))
-            progress = Progress(experiment.name, runs)
             parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
             for rows in parallel(_tasks(experiment, work, chunk)):
                 store.append(rows)  # written as soon as a task finishes: an interruption loses little
                 new_rows += len(rows)
                 progress.update(len(rows))
-    summary = summarise(experiment, store.load())
+    try:
+        summary = summarise(experiment, store.load())
+    except ValueError as err:
+        raise ValueError(f"{store.results}: {err}") from None
     summary_path = store.dir / "summary.csv"
     summary.to_csv(summary_path, index=False)
     png, pdf = write_figures(experiment, summary, store.dir) if make_figure else (None, None)

@@ -156,6 +156,13 @@ class Accountant:
         self._limit = _cost(total, self.notion)
         self._spent = tuple(0.0 for _ in self._limit)
         self.ledger: list[tuple[str, Budget]] = []
+        self.released = "ok"  # how the release ended: "ok", or why the mechanism fell back (fall_back)
+
+    def fall_back(self, reason: str) -> None:
+        """Record that the mechanism released its data-independent fallback (e.g. the zero matrix
+        after a failed PTR test) instead of its estimate; the runner writes ``reason`` to the
+        ``released`` column and summary.csv counts such trials (``fallbacks``)."""
+        self.released = reason
 
     def spend(self, budget: Budget, what: str) -> Budget:
         cost = _cost(budget, self.notion)

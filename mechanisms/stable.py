@@ -493,7 +493,8 @@ def stable_gsampling(problem: CovProblem, accountant, rng: np.random.Generator, 
                      "Gaussian sampling mechanism on Sigma_w (Alg 1)")
     try:
         return stable_release(problem.rows, total, rng, ptr_fraction=ptr_fraction, beta=beta)
-    except StableReleaseFailed:
+    except StableReleaseFailed as err:
         if on_fail == "raise":
             raise
+        accountant.fall_back(f"{type(err).__name__}: {err}")
         return np.zeros((problem.d, problem.d))

@@ -169,8 +169,7 @@ def test_bad_configs_fail_with_clear_errors(experiment, override, message):
 
 
 def test_unknown_top_level_key_is_rejected():
-    from hydra.errors import ConfigCompositionException
-    with pytest.raises(ConfigCompositionException):
+    with pytest.raises(ConfigError, match="unknown key 'tirals'.*did you mean 'trials'"):
         compose_experiment(["experiment=synthetic_trace", "tirals=3"])
 
 

@@ -93,6 +93,6 @@ def test_corrupted_results_csv_is_refused_not_overwritten(experiment, tmp_path):
     assert results.read_text().startswith(good.splitlines()[0])  # nothing was lost or rewritten
     # A torn last line (a crash mid-write) is dropped with a warning and the run resumes.
     results.write_text(good + "synthetic_trace,synthetic_zipf,gauss,Gau")
-    with pytest.warns(UserWarning, match="incomplete last line"):
-        store = ResultsStore(tmp_path / "out", exp.fingerprint())
-    assert len(store.load()) == len(pd.read_csv(pd.io.common.StringIO(good)))
+    store = ResultsStore(tmp_path / "out", exp.fingerprint())
+    with pytest.warns(UserWarning, match="incomplete last line"), store.locked():
+        assert len(store.load()) == len(pd.read_csv(pd.io.common.StringIO(good)))
