@@ -39,6 +39,7 @@ class Figure:
     logx: bool = True
     logy: bool = True
     columns: int | None = None  # panels per row (a single panel parameter wraps after this many)
+    theory: bool = True  # thin dashed predicted-error lines where experiments/theory.py has a closed form
 
 
 @dataclass(frozen=True)
