@@ -184,12 +184,12 @@ def phase_diagram(directory: Path = PHASE_DIR, metric: str = "fro") -> tuple[Pat
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    from figures.plot import STYLE
+    from figures.style import paper_name, style_for
 
     summary = pd.read_csv(Path(directory) / "summary.csv")
     cells = best_by_cell(summary, metric)
     labels = sorted(cells.best.unique())
-    colours = {label: STYLE.get(label, f"C{i}") for i, label in enumerate(labels)}
+    colours = {label: style_for(label).colour for label in labels}  # the same colour as every figure
     Ns = sorted(cells.N.unique())
     fig, axes = plt.subplots(1, len(Ns), figsize=(5.2 * len(Ns), 4.2), squeeze=False)
     for ax, N in zip(axes[0], Ns):
@@ -206,7 +206,7 @@ def phase_diagram(directory: Path = PHASE_DIR, metric: str = "fro") -> tuple[Pat
         ax.set_xlabel("d"), ax.set_ylabel("n"), ax.set_title(trace)
     rho = ", ".join(f"ρ = {v:g}" for v in sorted(summary.rho.unique())) if "rho" in summary else ""
     fig.suptitle(f"lowest mean {metric} error ({rho}); cell text: runner-up's error / best's")
-    fig.legend(handles=[Patch(color=colours[k], alpha=0.75, label=k) for k in labels], loc="lower center",
+    fig.legend(handles=[Patch(color=colours[k], alpha=0.75, label=paper_name(k)) for k in labels], loc="lower center",
                ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 0.95))
     png = Path(directory) / "phase.png"
