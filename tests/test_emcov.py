@@ -140,3 +140,37 @@ def test_radius_scaling():
     one = release("emcov", CovProblem.from_rows(X), ZCDP(0.5), np.random.default_rng(1))[0]
     two = release("emcov", CovProblem.from_rows(2 * X, radius=2.0), ZCDP(0.5), np.random.default_rng(1))[0]
     assert np.allclose(two, 4 * one)
+
+
+def forward_reference(C, etas, rng):
+    """Amin Algorithm 1 step 2 as written: the eigenbasis of C_i updated by every compression."""
+    from mechanisms.bingham import sample_bingham_eigen
+    mu, basis = np.linalg.eigh(C)
+    thetas = []
+    for eta in etas:
+        u = sample_bingham_eigen(-eta * mu, rng, 1)[0][0]
+        thetas.append(basis @ u)
+        if len(mu) > 1:
+            mu, W = compress_sorted(mu, u)
+            basis = basis @ W
+    return np.array(thetas).T
+
+
+@pytest.mark.parametrize("d, rank", [(12, None), (30, None), (30, 5)])
+def test_backward_accumulation_matches_the_forward_basis_updates(d, rank):
+    """The chain of draws on eigenvalues with theta's accumulated backwards gives the same thetas
+    (same seed, same order of draws) as updating the basis forwards step by step."""
+    C = (lambda X: X.T @ X)(unit_rows(2000, d, 11, rank=rank))
+    etas = np.linspace(0.5, 0.05, d)
+    fast = sample_eigenvectors(C, etas, np.random.default_rng(5))
+    assert np.allclose(fast, forward_reference(C, etas, np.random.default_rng(5)), atol=1e-8)
+
+
+@pytest.mark.slow
+def test_thetas_orthonormal_at_d_800():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 800)) * (1.0 / np.arange(1, 801)) ** 0.7
+    C = X.T @ X
+    C *= 50000 / np.trace(C)
+    thetas = sample_eigenvectors(C, np.full(800, math.sqrt(0.1 / 800)), rng)
+    assert np.abs(thetas.T @ thetas - np.eye(800)).max() < 1e-10
