@@ -17,7 +17,7 @@ import numpy as np
 
 from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
 from .gaussian import gaussian_sigma
-from .secular import compress_values, compress_vectors, sorted_values
+from .secular import compress_values, compress_vectors, rank_one_update, sorted_values
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
 from .spectral import Spectral
@@ -36,12 +36,16 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     d = C.shape[0]
     thetas = np.empty((d, d))
     if subtract is not None:  # Kapralov–Talwar: C_(i+1) = C_i - lambda^_i theta_i theta_i^T
-        current = C.copy()
+        # C_i is kept as its eigen-decomposition (mu, basis): in C_i's eigenbasis the update is
+        # diag(mu) - lambda^_i u u^T, whose eigen-decomposition is again a secular equation
+        # (mechanisms/secular.py) -- no eigh per step, one basis product per step.
+        mu, basis = np.linalg.eigh(C)
         for i in range(d):
-            mu, vectors = np.linalg.eigh(current)
             u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
-            thetas[:, i] = vectors @ u
-            current = current - subtract[i] * np.outer(thetas[:, i], thetas[:, i])
+            thetas[:, i] = basis @ u
+            if i < d - 1:
+                mu, Wt = rank_one_update(mu, u, -subtract[i])
+                basis = basis @ Wt.T
         return thetas
     # Projection. Step 2a at step i needs only the eigenvalues mu_i of C_i and gives u_i, theta_i's
     # coordinates in C_i's eigenbasis; steps 2b-2c map mu_i to mu_(i+1) by the secular equation

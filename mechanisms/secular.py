@@ -21,13 +21,14 @@ EPS = np.finfo(float).eps
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def _secular_root(mu, z2, k, tol):
-    """Root of sum_j z2_j / (mu_j - x) = 0 in (mu_k, mu_k+1); returns (origin index, tau) with
-    x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is computed accurately."""
+def _secular_root(mu, z2, k, tol, const):
+    """Root of const + sum_j z2_j / (mu_j - x) = 0 in (mu_k, mu_k+1) (const >= 0); returns
+    (origin index, tau) with x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is
+    computed accurately."""
     m = len(mu)
     gap = mu[k + 1] - mu[k]
     mid = 0.5 * gap
-    f = 0.0
+    f = const
     for j in range(m):
         f += z2[j] / ((mu[j] - mu[k]) - mid)
     if f >= 0:  # the root lies in the left half: measure from mu_k
@@ -37,6 +38,7 @@ def _secular_root(mu, z2, k, tol):
     base = mu[origin]
     for _ in range(100):
         psi = dpsi = phi = dphi = 0.0
+        psi += const
         for j in range(k + 1):  # split loops (no branch) so they vectorise
             r = 1.0 / ((mu[j] - base) - tau)
             t = z2[j] * r
@@ -99,18 +101,20 @@ def _householder(u, start, end):
 
 
 @njit(cache=True, error_model="numpy")
-def _compress_values(mu, u, tol_mu, tol_u):
+def _compress_values(mu, u, tol_mu, tol_u, rho):
     """Deflation and secular roots: the q - 1 eigenvalues of diag(mu) compressed to u's complement
-    (unsorted) and a description of each eigenvector (column) for ``_compress_vectors``.
+    (rho = 0), or the q eigenvalues of diag(mu) + rho u u^T (rho > 0), unsorted, and a description
+    of each eigenvector (column) for ``_compress_vectors``.
 
     Column c is of kind[c]: _UNIT (e_arg[c]), _HOUSEHOLDER (column arg2[c] of the Householder
     reflector of representative arg[c]'s group), _REPRESENTATIVE (representative arg[c]), or
     _CAUCHY (secular root arg[c])."""
     q = len(mu)
-    new_mu = np.empty(q - 1)
-    kind = np.empty(q - 1, dtype=np.int64)
-    arg = np.empty(q - 1, dtype=np.int64)
-    arg2 = np.empty(q - 1, dtype=np.int64)
+    update = rho > 0
+    new_mu = np.empty(q)
+    kind = np.empty(q, dtype=np.int64)
+    arg = np.empty(q, dtype=np.int64)
+    arg2 = np.empty(q, dtype=np.int64)
     ncol = 0
     # Representatives of groups of (numerically) equal eigenvalues.
     rep_vec = np.zeros(q)  # each row lies in one group: its entry of that group's representative
@@ -167,43 +171,54 @@ def _compress_values(mu, u, tol_mu, tol_u):
     idx = idx[:m]
     smu = rep_mu[idx]
     z = rep_u[idx]
-    origins = np.empty(max(m - 1, 0), dtype=np.int64)
-    taus = np.empty(max(m - 1, 0))
-    if m >= 2:
-        z2 = z * z
-        z2 /= np.sum(z2)
-        for k in range(m - 1):
-            origins[k], taus[k] = _secular_root(smu, z2, k, 8 * EPS)
-            kind[ncol], arg[ncol], new_mu[ncol] = _CAUCHY, k, smu[origins[k]] + taus[k]
-            ncol += 1
-    else:  # a single (or no) representative has u's whole weight: nothing is left of it
+    if not update and m < 2:  # a single representative has u's whole weight: nothing is left of it
         m = 0
+    nroots = m if update else max(m - 1, 0)
+    base = np.empty(nroots)  # root k is base[k] + taus[k], base[k] its nearer pole
+    taus = np.empty(nroots)
+    if nroots > 0:
+        z2 = z[:m] * z[:m]
+        if update:  # the last root lies in (mu_m, mu_m + rho |z|^2): a pole of weight 0 beyond it
+            poles = np.append(smu[:m], smu[m - 1] + 2.0 * rho * np.sum(z2))
+            z2 = np.append(z2, 0.0)
+            c = 1.0 / rho
+        else:
+            poles = smu[:m]
+            z2 /= np.sum(z2)
+            c = 0.0
+        for k in range(nroots):
+            origin, taus[k] = _secular_root(poles, z2, k, 8 * EPS, c)
+            base[k] = poles[origin]
+            kind[ncol], arg[ncol], new_mu[ncol] = _CAUCHY, k, base[k] + taus[k]
+            ncol += 1
     return (new_mu[:ncol], kind[:ncol], arg[:ncol], arg2[:ncol], rep_vec, rep_start[:nrep],
-            rep_end[:nrep], idx[:m], smu[:m], z[:m], origins, taus)
+            rep_end[:nrep], idx[:m], smu[:m], z[:m], base, taus, rho)
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 def _compress_vectors(u, values):
-    """W^T ((q-1) x q, rows in ascending order of the eigenvalues) from ``_compress_values``."""
-    (new_mu, kind, arg, arg2, rep_vec, rep_start, rep_end, idx, smu, z, origins, taus) = values
+    """W^T (columns x q, rows in ascending order of the eigenvalues) from ``_compress_values``."""
+    (new_mu, kind, arg, arg2, rep_vec, rep_start, rep_end, idx, smu, z, base, taus, rho) = values
     q = len(u)
     order = np.argsort(new_mu, kind="mergesort")
-    Wt = np.zeros((q - 1, q))
+    Wt = np.zeros((len(new_mu), q))
     m = len(smu)
     zhat = np.empty(m)
-    base = smu[origins] if m >= 2 else np.empty(0)
-    if m >= 2:
-        # Loewner: z^_j^2 = prod_k (x_k - mu_j) / prod_{l != j} (mu_l - mu_j), paired as ratios
-        # (l < j with x_l, l > j with x_(l-1)); x_k - mu_j is computed from x_k's nearer pole.
+    if m >= 1:
+        # Loewner: z^_j^2 = prod_k (x_k - mu_j) / prod_{l != j} (mu_l - mu_j) (/ rho for the
+        # update, whose extra root x_(m-1) gives one more factor), paired as ratios (l < j with x_l,
+        # l > j with x_(l-1)); x_k - mu_j is computed from x_k's nearer pole.
         for j in range(m):
             prod = 1.0
             for l in range(j):
                 prod *= ((base[l] - smu[j]) + taus[l]) / (smu[l] - smu[j])
             for l in range(j + 1, m):
                 prod *= ((base[l - 1] - smu[j]) + taus[l - 1]) / (smu[l] - smu[j])
+            if rho > 0:
+                prod *= ((base[m - 1] - smu[j]) + taus[m - 1]) / rho
             zhat[j] = np.sqrt(max(prod, 0.0)) * (1.0 if z[j] >= 0 else -1.0)
     column = np.empty(m)
-    for p in range(q - 1):
+    for p in range(len(new_mu)):
         c = order[p]
         a = arg[c]
         if kind[c] == _UNIT:
@@ -221,11 +236,15 @@ def _compress_vectors(u, values):
             for j in range(m):
                 column[j] = zhat[j] / ((smu[j] - base[a]) - taus[a])
                 norm += column[j] * column[j]
-            column /= np.sqrt(norm)
-            for j in range(m):
-                r = idx[j]
-                for row in range(rep_start[r], rep_end[r]):
-                    Wt[p, row] = rep_vec[row] * column[j]
+            scale = 1.0 / np.sqrt(norm)
+            if m == q:  # nothing deflated: representative j is row j
+                for j in range(m):
+                    Wt[p, j] = column[j] * scale
+            else:
+                for j in range(m):
+                    r = idx[j]
+                    for row in range(rep_start[r], rep_end[r]):
+                        Wt[p, row] = rep_vec[row] * (column[j] * scale)
     return new_mu[order], Wt
 
 
@@ -233,7 +252,7 @@ def compress_values(mu: np.ndarray, u: np.ndarray):
     """Eigenvalues (unsorted) of diag(mu) compressed to u's complement, and what
     ``compress_vectors`` needs to build the eigenvectors (mu ascending, u a unit vector)."""
     scale = max(float(np.max(np.abs(mu))), np.finfo(float).tiny)
-    return _compress_values(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS)
+    return _compress_values(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS, 0.0)
 
 
 def compress_vectors(u: np.ndarray, values) -> tuple[np.ndarray, np.ndarray]:
@@ -251,3 +270,18 @@ def compress_sorted(mu: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """(new_mu, W): the compression of diag(mu) to u's complement, eigenvalues ascending."""
     new_mu, Wt = compress_vectors(u, compress_values(mu, u))
     return new_mu, Wt.T
+
+
+def rank_one_update(mu: np.ndarray, u: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """(new_mu ascending, W^T): W orthogonal (q x q), W^T (diag(mu) + rho u u^T) W = diag(new_mu)
+    (mu ascending, u a unit vector). A negative rho is the positive update of -diag(mu) reversed."""
+    if rho == 0:
+        return mu.copy(), np.eye(len(mu))
+    scale = max(float(np.max(np.abs(mu))), abs(rho), np.finfo(float).tiny)
+    if rho > 0:
+        return _compress_vectors(u, _compress_values(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS, rho))
+    flipped = np.ascontiguousarray(-mu[::-1])
+    flipped_u = u[::-1].copy()
+    values = _compress_values(flipped, flipped_u, 16 * len(mu) * EPS * scale, 16 * EPS, -rho)
+    new_mu, Wt = _compress_vectors(flipped_u, values)
+    return -new_mu[::-1], np.ascontiguousarray(Wt[::-1, ::-1])
