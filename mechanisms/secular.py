@@ -11,6 +11,9 @@ two-pole iteration of Li / Gragg ("middle way"), safeguarded by bisection.
 The eigenvalues (``compress_values``, what the chain of Bingham draws needs) and the eigenvectors
 (``compress_vectors``, only for the output thetas) are separate steps, so the eigenvectors can be
 built later from the stored roots without solving the secular equation again.
+``rank_one_update`` diagonalises diag(mu) + rho u u^T the same way (Kapralov–Talwar's deflation
+C - lambda theta theta^T): one more root, beyond the top pole, and the constant 1/rho in the
+secular equation 1/rho + sum_j u_j^2 / (mu_j - x) = 0.
 """
 from __future__ import annotations
 
