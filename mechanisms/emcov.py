@@ -17,13 +17,11 @@ import numpy as np
 
 from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
 from .gaussian import gaussian_sigma
-from .secular import compress_sorted
+from .secular import compress_values, compress_vectors, rank_one_update, sorted_values
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
 from .spectral import Spectral
 
-
-BASIS_BLOCK = 16  # see sample_eigenvectors
 
 
 def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
@@ -38,31 +36,39 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     d = C.shape[0]
     thetas = np.empty((d, d))
     if subtract is not None:  # Kapralov–Talwar: C_(i+1) = C_i - lambda^_i theta_i theta_i^T
-        current = C.copy()
+        # C_i is kept as its eigen-decomposition (mu, basis): in C_i's eigenbasis the update is
+        # diag(mu) - lambda^_i u u^T, whose eigen-decomposition is again a secular equation
+        # (mechanisms/secular.py) -- no eigh per step, one basis product per step.
+        mu, basis = np.linalg.eigh(C)
         for i in range(d):
-            mu, vectors = np.linalg.eigh(current)
             u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
-            thetas[:, i] = vectors @ u
-            current = current - subtract[i] * np.outer(thetas[:, i], thetas[:, i])
+            thetas[:, i] = basis @ u
+            if i < d - 1:
+                mu, Wt = rank_one_update(mu, u, -subtract[i])
+                basis = basis @ Wt.T
         return thetas
-    # Projection. C_i is kept as its eigen-decomposition: eigenvalues mu and, as columns of
-    # `basis` (times `pending`), its eigenvectors in original coordinates. Steps 2b-2c then need
-    # only the spectrum of diag(mu) compressed to u's complement: O(q^2) by the secular equation
-    # (mechanisms/secular.py) -- never an O(q^3) eigh per step.
+    # Projection. Step 2a at step i needs only the eigenvalues mu_i of C_i and gives u_i, theta_i's
+    # coordinates in C_i's eigenbasis; steps 2b-2c map mu_i to mu_(i+1) by the secular equation
+    # (mechanisms/secular.py, O(q^2)). So the chain of draws runs on eigenvalues alone ...
     mu, basis = np.linalg.eigh(C)
-    pending = None  # product of the W's since `basis` was last updated
+    draws, compressions = [], []
     for i in range(d):
-        # Step 2a: the Bingham density exp(-u^T A u) with A = -eta_i C_i, in C_i's eigenbasis.
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
-        theta = basis @ (u if pending is None else pending @ u)
-        thetas[:, i] = theta / np.linalg.norm(theta)
-        if i < d - 1:  # steps 2b-2c
-            mu, W = compress_sorted(mu, u)
-            pending = W if pending is None else pending @ W
-            # The d x q basis absorbs the W's every BASIS_BLOCK steps; in between they multiply
-            # the smaller q_block x q product (fewer flops once q < d).
-            if pending.shape[0] - pending.shape[1] >= BASIS_BLOCK:
-                basis, pending = basis @ pending, None
+        draws.append(u)
+        if i < d - 1:
+            compressions.append(compress_values(mu, u))
+            mu = sorted_values(compressions[-1])
+    # ... and theta_i = basis W_0 ... W_(i-1) u_i (W_j: C_(j+1)'s eigenvectors in C_j's eigenbasis)
+    # is accumulated backwards: Y_i = [u_i | W_i Y_(i+1)] (q_i x q_i, orthogonal), one matrix
+    # product per step (kept transposed, so each product fills a contiguous block); theta = basis Y_0.
+    Yt = draws[-1][None, :]
+    for i in range(d - 2, -1, -1):
+        _, Wt = compress_vectors(draws[i], compressions[i])
+        previous, Yt = Yt, np.empty((d - i, d - i))
+        Yt[0] = draws[i]
+        np.matmul(previous, Wt, out=Yt[1:])
+    thetas = basis @ Yt.T
+    thetas /= np.linalg.norm(thetas, axis=0)
     return thetas
 
 

@@ -7,6 +7,13 @@ they are the roots x_k of the secular equation sum_j u_j^2 / (mu_j - x) = 0, and
 are (D - x_k)^-1 u^ with u^ recomputed from the roots (Loewner's formula, as in Gu & Eisenstat
 1994) so that they are orthogonal to working precision. Roots are found by the rational
 two-pole iteration of Li / Gragg ("middle way"), safeguarded by bisection.
+
+The eigenvalues (``compress_values``, what the chain of Bingham draws needs) and the eigenvectors
+(``compress_vectors``, only for the output thetas) are separate steps, so the eigenvectors can be
+built later from the stored roots without solving the secular equation again.
+``rank_one_update`` diagonalises diag(mu) + rho u u^T the same way (Kapralov–Talwar's deflation
+C - lambda theta theta^T): one more root, beyond the top pole, and the constant 1/rho in the
+secular equation 1/rho + sum_j u_j^2 / (mu_j - x) = 0.
 """
 from __future__ import annotations
 
@@ -16,14 +23,15 @@ from numba import njit
 EPS = np.finfo(float).eps
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
-def _secular_root(mu, z2, k, tol):
-    """Root of sum_j z2_j / (mu_j - x) = 0 in (mu_k, mu_k+1); returns (origin index, tau) with
-    x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is computed accurately."""
+@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _secular_root(mu, z2, k, tol, const):
+    """Root of const + sum_j z2_j / (mu_j - x) = 0 in (mu_k, mu_k+1) (const >= 0); returns
+    (origin index, tau) with x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is
+    computed accurately."""
     m = len(mu)
     gap = mu[k + 1] - mu[k]
     mid = 0.5 * gap
-    f = 0.0
+    f = const
     for j in range(m):
         f += z2[j] / ((mu[j] - mu[k]) - mid)
     if f >= 0:  # the root lies in the left half: measure from mu_k
@@ -33,6 +41,7 @@ def _secular_root(mu, z2, k, tol):
     base = mu[origin]
     for _ in range(100):
         psi = dpsi = phi = dphi = 0.0
+        psi += const
         for j in range(k + 1):  # split loops (no branch) so they vectorise
             r = 1.0 / ((mu[j] - base) - tau)
             t = z2[j] * r
@@ -73,12 +82,42 @@ def _secular_root(mu, z2, k, tol):
     return origin, tau
 
 
+# Column kinds of the compressed eigenvector matrix W (see _compress_values).
+_UNIT, _HOUSEHOLDER, _REPRESENTATIVE, _CAUCHY = 0, 1, 2, 3
+
+
 @njit(cache=True)
-def compress(mu, u, tol_mu, tol_u):
-    """(new_mu, W): W (q x (q-1)) orthonormal, W^T u ~ 0, W^T diag(mu) W = diag(new_mu)."""
+def _householder(u, start, end):
+    """Unit v and sign with H = -sign (I - 2 v v^T) (within rows start:end), H e_1 = u_g / ||u_g||."""
+    g = end - start
+    norm = 0.0
+    for j in range(start, end):
+        norm += u[j] * u[j]
+    norm = np.sqrt(norm)
+    v = np.empty(g)
+    for j in range(g):
+        v[j] = u[start + j] / norm
+    sign = 1.0 if v[0] >= 0 else -1.0
+    v[0] += sign
+    v /= np.sqrt(np.sum(v * v))
+    return v, sign
+
+
+@njit(cache=True, error_model="numpy")
+def _compress_values(mu, u, tol_mu, tol_u, rho):
+    """Deflation and secular roots: the q - 1 eigenvalues of diag(mu) compressed to u's complement
+    (rho = 0), or the q eigenvalues of diag(mu) + rho u u^T (rho > 0), unsorted, and a description
+    of each eigenvector (column) for ``_compress_vectors``.
+
+    Column c is of kind[c]: _UNIT (e_arg[c]), _HOUSEHOLDER (column arg2[c] of the Householder
+    reflector of representative arg[c]'s group), _REPRESENTATIVE (representative arg[c]), or
+    _CAUCHY (secular root arg[c])."""
     q = len(mu)
-    W = np.zeros((q, q - 1))
-    new_mu = np.empty(q - 1)
+    update = rho > 0
+    new_mu = np.empty(q)
+    kind = np.empty(q, dtype=np.int64)
+    arg = np.empty(q, dtype=np.int64)
+    arg2 = np.empty(q, dtype=np.int64)
     ncol = 0
     # Representatives of groups of (numerically) equal eigenvalues.
     rep_vec = np.zeros(q)  # each row lies in one group: its entry of that group's representative
@@ -94,113 +133,158 @@ def compress(mu, u, tol_mu, tol_u):
             end += 1
         g = end - start
         norm = 0.0
-        for j in range(start, end):
-            norm += u[j] * u[j]
-        norm = np.sqrt(norm)
         level = 0.0
         for j in range(start, end):
+            norm += u[j] * u[j]
             level += mu[j]
+        norm = np.sqrt(norm)
         level /= g
-        if g == 1 or norm == 0.0:
+        if g == 1:
+            rep_vec[start] = 1.0
+            rep_mu[nrep], rep_u[nrep] = mu[start], u[start]
+            rep_start[nrep], rep_end[nrep] = start, end
+            nrep += 1
+        elif norm == 0.0:  # u has no component here: the whole group stays
             for j in range(start, end):
-                if g == 1:
-                    rep_vec[j] = 1.0
-                    rep_mu[nrep] = mu[j]
-                    rep_u[nrep] = u[j]
-                    rep_start[nrep], rep_end[nrep] = j, j + 1
-                    nrep += 1
-                else:  # u has no component here: the whole group stays
-                    W[j, ncol] = 1.0
-                    new_mu[ncol] = mu[j]
-                    ncol += 1
+                kind[ncol], arg[ncol], new_mu[ncol] = _UNIT, j, mu[j]
+                ncol += 1
         else:
             # Householder H (within the group) with H e_1 = u_g / ||u_g||: columns 2..g of H are
-            # eigenvectors orthogonal to u with eigenvalue `level`.
-            v = np.zeros(g)
-            for j in range(g):
-                v[j] = u[start + j] / norm
-            sign = 1.0 if v[0] >= 0 else -1.0
-            v[0] += sign
-            vn = np.sqrt(np.sum(v * v))
-            v /= vn
-            # H = -sign (I - 2 v v^T) maps e_1 to u_g/||u_g||.
-            for c in range(g):
-                for r in range(g):
-                    h = (1.0 if r == c else 0.0) - 2.0 * v[r] * v[c]
-                    h *= -sign
-                    if c == 0:
-                        rep_vec[start + r] = h
-                    else:
-                        W[start + r, ncol + c - 1] = h
+            # eigenvectors orthogonal to u with eigenvalue `level`; column 1 is the representative.
+            v, sign = _householder(u, start, end)
+            for r in range(g):
+                rep_vec[start + r] = -sign * ((1.0 if r == 0 else 0.0) - 2.0 * v[r] * v[0])
             for c in range(1, g):
-                new_mu[ncol + c - 1] = level
-            ncol += g - 1
-            rep_mu[nrep] = level
-            rep_u[nrep] = norm
+                kind[ncol], arg[ncol], arg2[ncol], new_mu[ncol] = _HOUSEHOLDER, nrep, c, level
+                ncol += 1
+            rep_mu[nrep], rep_u[nrep] = level, norm
             rep_start[nrep], rep_end[nrep] = start, end
             nrep += 1
         start = end
     # Representatives with a negligible u component are eigenvectors as they are.
-    keep = np.zeros(nrep, dtype=np.bool_)
     m = 0
+    idx = np.empty(nrep, dtype=np.int64)
     for r in range(nrep):
         if abs(rep_u[r]) <= tol_u:
-            for row in range(rep_start[r], rep_end[r]):
-                W[row, ncol] = rep_vec[row]
-            new_mu[ncol] = rep_mu[r]
+            kind[ncol], arg[ncol], new_mu[ncol] = _REPRESENTATIVE, r, rep_mu[r]
             ncol += 1
         else:
-            keep[r] = True
+            idx[m] = r
             m += 1
-    if m >= 2:
-        idx = np.empty(m, dtype=np.int64)
-        i = 0
-        for r in range(nrep):
-            if keep[r]:
-                idx[i] = r
-                i += 1
-        smu = rep_mu[idx]
-        z = rep_u[idx]
-        z2 = z * z
-        z2 /= np.sum(z2)
-        origins = np.empty(m - 1, dtype=np.int64)
-        taus = np.empty(m - 1)
-        for k in range(m - 1):
-            origins[k], taus[k] = _secular_root(smu, z2, k, 8 * EPS)
-        # Loewner: z^_j^2 = prod_k (x_k - mu_j) / prod_{l != j} (mu_l - mu_j), paired as ratios.
-        zhat = np.empty(m)
+    idx = idx[:m]
+    smu = rep_mu[idx]
+    z = rep_u[idx]
+    if not update and m < 2:  # a single representative has u's whole weight: nothing is left of it
+        m = 0
+    nroots = m if update else max(m - 1, 0)
+    base = np.empty(nroots)  # root k is base[k] + taus[k], base[k] its nearer pole
+    taus = np.empty(nroots)
+    if nroots > 0:
+        z2 = z[:m] * z[:m]
+        if update:  # the last root lies in (mu_m, mu_m + rho |z|^2): a pole of weight 0 beyond it
+            poles = np.append(smu[:m], smu[m - 1] + 2.0 * rho * np.sum(z2))
+            z2 = np.append(z2, 0.0)
+            c = 1.0 / rho
+        else:
+            poles = smu[:m]
+            z2 /= np.sum(z2)
+            c = 0.0
+        for k in range(nroots):
+            origin, taus[k] = _secular_root(poles, z2, k, 8 * EPS, c)
+            base[k] = poles[origin]
+            kind[ncol], arg[ncol], new_mu[ncol] = _CAUCHY, k, base[k] + taus[k]
+            ncol += 1
+    return (new_mu[:ncol], kind[:ncol], arg[:ncol], arg2[:ncol], rep_vec, rep_start[:nrep],
+            rep_end[:nrep], idx[:m], smu[:m], z[:m], base, taus, rho)
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _compress_vectors(u, values):
+    """W^T (columns x q, rows in ascending order of the eigenvalues) from ``_compress_values``."""
+    (new_mu, kind, arg, arg2, rep_vec, rep_start, rep_end, idx, smu, z, base, taus, rho) = values
+    q = len(u)
+    order = np.argsort(new_mu, kind="mergesort")
+    Wt = np.zeros((len(new_mu), q))
+    m = len(smu)
+    zhat = np.empty(m)
+    if m >= 1:
+        # Loewner: z^_j^2 = prod_k (x_k - mu_j) / prod_{l != j} (mu_l - mu_j) (/ rho for the
+        # update, whose extra root x_(m-1) gives one more factor), paired as ratios (l < j with x_l,
+        # l > j with x_(l-1)); x_k - mu_j is computed from x_k's nearer pole.
         for j in range(m):
             prod = 1.0
-            for l in range(m):
-                if l == j:
-                    continue
-                k = l if l < j else l - 1
-                xk_minus_muj = (smu[origins[k]] - smu[j]) + taus[k]
-                prod *= xk_minus_muj / (smu[l] - smu[j])
+            for l in range(j):
+                prod *= ((base[l] - smu[j]) + taus[l]) / (smu[l] - smu[j])
+            for l in range(j + 1, m):
+                prod *= ((base[l - 1] - smu[j]) + taus[l - 1]) / (smu[l] - smu[j])
+            if rho > 0:
+                prod *= ((base[m - 1] - smu[j]) + taus[m - 1]) / rho
             zhat[j] = np.sqrt(max(prod, 0.0)) * (1.0 if z[j] >= 0 else -1.0)
-        V = np.empty((m, m - 1))  # eigenvectors in representative coordinates
-        for k in range(m - 1):
+    column = np.empty(m)
+    for p in range(len(new_mu)):
+        c = order[p]
+        a = arg[c]
+        if kind[c] == _UNIT:
+            Wt[p, a] = 1.0
+        elif kind[c] == _REPRESENTATIVE:
+            for row in range(rep_start[a], rep_end[a]):
+                Wt[p, row] = rep_vec[row]
+        elif kind[c] == _HOUSEHOLDER:
+            start, end = rep_start[a], rep_end[a]
+            v, sign = _householder(u, start, end)
+            for r in range(end - start):
+                Wt[p, start + r] = -sign * ((1.0 if r == arg2[c] else 0.0) - 2.0 * v[r] * v[arg2[c]])
+        else:  # eigenvector (D - x_k)^-1 z^ of the representatives, expanded onto their groups
             norm = 0.0
             for j in range(m):
-                V[j, k] = zhat[j] / ((smu[j] - smu[origins[k]]) - taus[k])
-                norm += V[j, k] * V[j, k]
-            norm = np.sqrt(norm)
-            for j in range(m):
-                V[j, k] /= norm
-            new_mu[ncol + k] = smu[origins[k]] + taus[k]
-        for j in range(m):  # W = R V with R's columns supported on their groups: O(q m)
-            r = idx[j]
-            for row in range(rep_start[r], rep_end[r]):
-                coef = rep_vec[row]
-                for k in range(m - 1):
-                    W[row, ncol + k] += coef * V[j, k]
-        ncol += m - 1
-    return new_mu, W
+                column[j] = zhat[j] / ((smu[j] - base[a]) - taus[a])
+                norm += column[j] * column[j]
+            scale = 1.0 / np.sqrt(norm)
+            if m == q:  # nothing deflated: representative j is row j
+                for j in range(m):
+                    Wt[p, j] = column[j] * scale
+            else:
+                for j in range(m):
+                    r = idx[j]
+                    for row in range(rep_start[r], rep_end[r]):
+                        Wt[p, row] = rep_vec[row] * (column[j] * scale)
+    return new_mu[order], Wt
+
+
+def compress_values(mu: np.ndarray, u: np.ndarray):
+    """Eigenvalues (unsorted) of diag(mu) compressed to u's complement, and what
+    ``compress_vectors`` needs to build the eigenvectors (mu ascending, u a unit vector)."""
+    scale = max(float(np.max(np.abs(mu))), np.finfo(float).tiny)
+    return _compress_values(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS, 0.0)
+
+
+def compress_vectors(u: np.ndarray, values) -> tuple[np.ndarray, np.ndarray]:
+    """(new_mu ascending, W^T) from ``compress_values(mu, u)``: W (q x (q-1)) orthonormal,
+    W^T u ~ 0, W^T diag(mu) W = diag(new_mu)."""
+    return _compress_vectors(u, values)
+
+
+def sorted_values(values) -> np.ndarray:
+    """The compressed eigenvalues from ``compress_values``, ascending (ties in column order)."""
+    return np.sort(values[0], kind="stable")
 
 
 def compress_sorted(mu: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``compress`` with default tolerances, output sorted ascending (mu must be ascending)."""
-    scale = max(float(np.max(np.abs(mu))), np.finfo(float).tiny)
-    new_mu, W = compress(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS)
-    order = np.argsort(new_mu, kind="stable")
-    return new_mu[order], W[:, order]
+    """(new_mu, W): the compression of diag(mu) to u's complement, eigenvalues ascending."""
+    new_mu, Wt = compress_vectors(u, compress_values(mu, u))
+    return new_mu, Wt.T
+
+
+def rank_one_update(mu: np.ndarray, u: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """(new_mu ascending, W^T): W orthogonal (q x q), W^T (diag(mu) + rho u u^T) W = diag(new_mu)
+    (mu ascending, u a unit vector). A negative rho is the positive update of -diag(mu) reversed."""
+    if rho == 0:
+        return mu.copy(), np.eye(len(mu))
+    scale = max(float(np.max(np.abs(mu))), abs(rho), np.finfo(float).tiny)
+    if rho > 0:
+        return _compress_vectors(u, _compress_values(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS, rho))
+    flipped = np.ascontiguousarray(-mu[::-1])
+    flipped_u = u[::-1].copy()
+    values = _compress_values(flipped, flipped_u, 16 * len(mu) * EPS * scale, 16 * EPS, -rho)
+    new_mu, Wt = _compress_vectors(flipped_u, values)
+    return -new_mu[::-1], np.ascontiguousarray(Wt[::-1, ::-1])

@@ -3,6 +3,7 @@ d x d matrix timed in the same run, one BLAS thread (as in the experiment worker
 
     python scripts/benchmark.py                     # d = 200 and 800, n = 50000, N = 4
     python scripts/benchmark.py --d 100 --n 20000 --repeats 5
+    python scripts/benchmark.py --d 100 200 --mechanisms kt emcov
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from data.synthetic import synthetic_zipf
 from experiments.config import compose_experiment
 from mechanisms import CovProblem, ZCDP, release
 
+ITERATIVE = {200: 30, 800: 15}  # issue #3 at d = 200, issue #18 at d = 800
 TARGETS = {"gauss": 5, "separate": 5, "adaptive": 10,  # issue #2
-           "emcov": {200: 30, 800: 100}}  # issue #3 (per d)
+           "emcov": ITERATIVE, "emcov_pure": ITERATIVE, "ad": ITERATIVE, "itu": ITERATIVE}
 
 
 def best_time(fn, repeats: int, budget_seconds: float = 10.0) -> float:
@@ -38,6 +40,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--experiment", default="synthetic_trace",
                         help="experiment whose mechanism options to use (default: synthetic_trace)")
+    parser.add_argument("--mechanisms", nargs="+",
+                        help="mechanisms to time (default: the experiment's, then emcov_pure, ad, itu)")
     args = parser.parse_args()
     exp = compose_experiment([f"experiment={args.experiment}"])
     rng = np.random.default_rng(0)
@@ -51,7 +55,7 @@ def main() -> None:
             sym = (sym + sym.T) / 2
             unit = best_time(lambda: np.linalg.eigh(sym), args.repeats)
             print(f"{d:>5} {'eigh':>10} {unit:>10.4f} {1:>8.2f}    (data + shared statistics: {setup:.2f}s)")
-            for name in exp.mechanisms:
+            for name in args.mechanisms or [*exp.mechanisms, "emcov_pure", "ad", "itu"]:
                 opts = exp.mechanism_options.get(name, {})
                 seconds = best_time(lambda: release(name, problem, ZCDP(0.1), rng, options=opts,
                                                     clamp=exp.clamp_eigenvalues), args.repeats)

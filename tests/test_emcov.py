@@ -7,7 +7,7 @@ from scipy.stats import ortho_group
 
 from mechanisms import CovProblem, PureDP, ZCDP, Accountant, release
 from mechanisms.emcov import amin_pure, emcov_zcdp, sample_eigenvectors
-from mechanisms.secular import compress_sorted
+from mechanisms.secular import compress_sorted, rank_one_update
 from mechanisms.spectral import Spectral
 
 
@@ -140,3 +140,80 @@ def test_radius_scaling():
     one = release("emcov", CovProblem.from_rows(X), ZCDP(0.5), np.random.default_rng(1))[0]
     two = release("emcov", CovProblem.from_rows(2 * X, radius=2.0), ZCDP(0.5), np.random.default_rng(1))[0]
     assert np.allclose(two, 4 * one)
+
+
+def forward_reference(C, etas, rng):
+    """Amin Algorithm 1 step 2 as written: the eigenbasis of C_i updated by every compression."""
+    from mechanisms.bingham import sample_bingham_eigen
+    mu, basis = np.linalg.eigh(C)
+    thetas = []
+    for eta in etas:
+        u = sample_bingham_eigen(-eta * mu, rng, 1)[0][0]
+        thetas.append(basis @ u)
+        if len(mu) > 1:
+            mu, W = compress_sorted(mu, u)
+            basis = basis @ W
+    return np.array(thetas).T
+
+
+@pytest.mark.parametrize("d, rank", [(12, None), (30, None), (30, 5)])
+def test_backward_accumulation_matches_the_forward_basis_updates(d, rank):
+    """The chain of draws on eigenvalues with theta's accumulated backwards gives the same thetas
+    (same seed, same order of draws) as updating the basis forwards step by step."""
+    C = (lambda X: X.T @ X)(unit_rows(2000, d, 11, rank=rank))
+    etas = np.linspace(0.5, 0.05, d)
+    fast = sample_eigenvectors(C, etas, np.random.default_rng(5))
+    assert np.allclose(fast, forward_reference(C, etas, np.random.default_rng(5)), atol=1e-8)
+
+
+@pytest.mark.slow
+def test_thetas_orthonormal_at_d_800():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 800)) * (1.0 / np.arange(1, 801)) ** 0.7
+    C = X.T @ X
+    C *= 50000 / np.trace(C)
+    thetas = sample_eigenvectors(C, np.full(800, math.sqrt(0.1 / 800)), rng)
+    assert np.abs(thetas.T @ thetas - np.eye(800)).max() < 1e-10
+
+
+def test_rank_one_update_against_eigh():
+    rng = np.random.default_rng(12)
+    mu = np.sort(np.concatenate([rng.exponential(1.0, 40), np.zeros(10), np.full(5, 2.0)]))
+    u = rng.standard_normal(55)
+    u[::7] = 0.0
+    u /= np.linalg.norm(u)
+    for rho in (3.0, -2.0, -60.0, 1e-9):
+        new_mu, Wt = rank_one_update(mu, u, rho)
+        A = np.diag(mu) + rho * np.outer(u, u)
+        assert np.allclose(Wt @ Wt.T, np.eye(55), atol=1e-12) and np.all(np.diff(new_mu) >= 0)
+        assert np.allclose(Wt @ A @ Wt.T, np.diag(new_mu), atol=1e-12 * max(1, abs(rho)))
+        assert np.allclose(new_mu, np.linalg.eigvalsh(A), atol=1e-12 * max(1, abs(rho)))
+
+
+def test_kapralov_talwar_distribution_unchanged():
+    """KT keeps C_i as an eigen-decomposition updated by secular equations: its basis differs from
+    a fresh eigh's (signs), so the thetas are compared in distribution with the eigh-per-step
+    pseudocode: E[theta_i theta_i^T] for each step, two-sample z-scores."""
+    from mechanisms.bingham import sample_bingham_eigen
+
+    def eigh_per_step(C, etas, subtract, rng):
+        thetas = []
+        for eta, lam in zip(etas, subtract):
+            mu, vectors = np.linalg.eigh(C)
+            theta = vectors @ sample_bingham_eigen(-eta * mu, rng, 1)[0][0]
+            thetas.append(theta)
+            C = C - lam * np.outer(theta, theta)
+        return np.array(thetas).T
+
+    R = ortho_group.rvs(3, random_state=4)
+    values = np.array([10.0, 6.0, 3.0])
+    C, etas = R @ np.diag(values) @ R.T, np.full(3, 0.4)
+    trials = 3000
+    stats = []
+    for sampler in (lambda rng: sample_eigenvectors(C, etas, rng, subtract=values),
+                    lambda rng: eigh_per_step(C, etas, values, rng)):
+        rng = np.random.default_rng(len(stats))
+        outer = np.array([np.einsum("ai,bi->iab", t, t).ravel() for t in (sampler(rng) for _ in range(trials))])
+        stats.append((outer.mean(axis=0), outer.std(axis=0) / math.sqrt(trials)))
+    (m1, s1), (m2, s2) = stats
+    assert np.max(np.abs(m1 - m2) / np.sqrt(s1**2 + s2**2 + 1e-12)) < 4.5
