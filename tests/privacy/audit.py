@@ -26,6 +26,11 @@ Under-noised copies (``undernoised``): the mechanism run at the budget of its ow
 notion's canonical mechanism has noise x c: rho / c^2 (Gaussian, sd ~ 1/sqrt(rho)); eps / c (Laplace
 and exponential mechanisms, scale ~ 1/eps); (eps, delta) -> (eps, delta') with the analytic Gaussian's
 mu divided by c. Every noise step of a mechanism then has its scale x c (or its temperature / c).
+A line whose noise is not the canonical mechanism's names its own noise scale in ``COPY_SCALES``; its
+copy is the budget of the same notion (eps kept, delta' found by bisection) at which that scale is x c
+or just above: stable_gsampling's Gaussian sampling step draws m' = floor(m / c^2) samples (sd of the
+entries ~ 1/sqrt(m)), the larger delta' also loosening its PTR test (releases that fail the test, the
+zero matrix, are dropped from the white-box fit and counted).
 
 The audit registry (``audit_lines``) is data: one ``AuditLine`` per registered mechanism (default
 options, ``DEFAULT_BUDGETS``) and per distinct variant / mechanism_options of conf/experiment/*.yaml.
@@ -45,6 +50,7 @@ import yaml
 from scipy.optimize import brentq
 from scipy.special import i0e, i1e
 from scipy.stats import beta as beta_dist
+from scipy.stats import chi2
 from scipy.stats import norm
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -418,7 +424,7 @@ MECHANISM_AUDITS = {
     "gauss_approx": ("gaussian", (("dense", 1000), ("swap_vectors", 10)), "gauss_approx"),
     "ldp_threshold": ("gaussian", (("dense", 100_000),), "ldp_threshold"),
     "output_perturbation": ("dp", (("ridge", 10),), "output_perturbation"),
-    "stable_gsampling": ("dp", (("stable", 300_000),), None),
+    "stable_gsampling": ("dp", (("stable", 300_000),), "stable"),
 }
 RUN_OPTIONS = {"clip_gauss": {"tau": 1.0}, "clip_separate": {"tau": 1.0}, "stable_gsampling": {"on_fail": "zero"}}
 SLOW_LINES = {"stable_gsampling"}  # black-box audited under -m slow only (n = 3e5 rows per run)
@@ -479,33 +485,70 @@ def audit_line(name: str) -> AuditLine:
 # Running a mechanism
 
 
-def run_budget(line: AuditLine, c: float = 1.0):
+def run_budget(line: AuditLine, c: float = 1.0, problem: CovProblem | None = None):
     """The budget the copy with noise x c runs at, in the mechanism's own notion (so ``release`` passes
-    it through unchanged): the claim converted to that notion, then under-noised."""
-    return undernoised(budget_guaranteeing(line.budget, get_mechanism(line.mechanism).notion), c)
+    it through unchanged): the claim converted to that notion, then under-noised -- by the notion's
+    canonical rule, or, for a mechanism in ``COPY_SCALES``, by its own noise scale on ``problem``."""
+    budget = budget_guaranteeing(line.budget, get_mechanism(line.mechanism).notion)
+    scale = COPY_SCALES.get(line.mechanism)
+    if scale is None or c == 1:
+        return undernoised(budget, c)
+    if problem is None:
+        raise ValueError(f"the noise x {c} copy of {line.line} depends on the data's n and d: pass the problem")
+    return scaled_budget(lambda b: scale(line, b, problem), budget, c)
+
+
+def scaled_budget(scale: Callable[[ApproxDP], float], budget: ApproxDP, c: float, steps: int = 80) -> ApproxDP:
+    """The largest delta' in [delta, 1) (eps kept) with scale(eps, delta') >= c scale(eps, delta), by
+    bisection on ln delta' (``scale``: the mechanism's noise scale, non-increasing in delta). For a
+    scale with steps (stable_gsampling's integer m) the copy's noise is x c or just above, never below."""
+    if not isinstance(budget, ApproxDP):
+        raise TypeError(f"noise-scale copies are (eps, delta) budgets, got {budget}")
+    target = c * scale(budget)
+    lo, hi = math.log(budget.delta), math.log1p(-1e-9)
+    if scale(ApproxDP(budget.eps, math.exp(hi))) >= target:
+        return ApproxDP(budget.eps, math.exp(hi))
+    if not scale(budget) >= target:
+        raise ValueError(f"no (eps, delta) budget gives noise x {c} at {budget}")
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if scale(ApproxDP(budget.eps, math.exp(mid))) >= target else (lo, mid)
+    return ApproxDP(budget.eps, math.exp(lo))
 
 
 class _Memo:
     """Memoise deterministic, data-only work that dominates some per-run costs (the analytic Gaussian
-    root-find, Alg 3 of the stable estimator): the released distribution is unchanged."""
+    root-find; Alg 3 and Sigma_w of the stable estimator): the released distribution is unchanged."""
+
+    STABLE = ("stable_covariance", "stability_score", "weighted_covariance")
 
     def __enter__(self):
         self.sigma = thresholding.analytic_gaussian_sigma
-        self.stable = {name: getattr(stable_module, name) for name in ("stable_covariance", "stability_score")}
+        self.stable = {name: getattr(stable_module, name) for name in self.STABLE}
         thresholding.analytic_gaussian_sigma = functools.lru_cache(maxsize=64)(self.sigma)
         for name, original in self.stable.items():
-            setattr(stable_module, name, self._by_rows(original))
+            setattr(stable_module, name, self._by_content(original))
         return self
 
     @staticmethod
-    def _by_rows(original):
-        cache: dict = {}
+    def _by_content(original):
+        """Cached on equal arguments (arrays compared entry by entry: stable_release hands over a fresh,
+        rescaled copy of the rows on every call, so identity would never match)."""
+        entries: list = []
 
-        def cached(X, L0, k):
-            key = (id(X), X.shape, float(L0), int(k))
-            if key not in cache:
-                cache[key] = (X, original(X, L0, k))  # keep X alive so id(X) stays unique
-            return cache[key][1]
+        def same(a, b):
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                a, b = np.asarray(a), np.asarray(b)
+                return a is b or (a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b))
+            return type(a) is type(b) and a == b
+
+        def cached(*args):
+            for key, result in entries:
+                if len(key) == len(args) and all(same(a, b) for a, b in zip(key, args)):
+                    return result
+            result = original(*args)
+            entries[:] = [*entries[-3:], (args, result)]
+            return result
         return cached
 
     def __exit__(self, *exc):
@@ -559,7 +602,7 @@ def black_box(line: AuditLine, T: int, c: float = 1.0, pair: tuple | None = None
     dataset, against the line's claim."""
     pair = pair or line.pairs[0]
     nb = neighbours(*pair)
-    budget = run_budget(line, c)
+    budget = run_budget(line, c, nb.problems[0])
     options = {**line.options, **nb.options}
     samples = [np.array([nb.statistics(out) for out in
                          outputs(line.mechanism, options, budget, problem, T, stable_seed(line.line, pair, c, j, seed))])
@@ -677,7 +720,8 @@ EXPECTED = {
 }
 # Which calibration keys a line's calibration runs (eigenvectors: a second fit on the same outputs).
 CALIBRATION_PARTS = {"emcov": ("emcov", "emcov_vectors"), "itu": ("itu", "itu_vectors"), "ad": ("ad", "ad_vectors")}
-CALIBRATION_DATA = {"dp_threshold": ("dense", 1000), "gauss_approx": ("dense", 1000),
+CALIBRATION_DATA = {"stable": ("stable", 300_000),  # inside the proved regime at (1, 1e-5) for d = 2
+                    "dp_threshold": ("dense", 1000), "gauss_approx": ("dense", 1000),
                     # AdaptiveCov picks its GaussCov / LapCov branch at large n (SeparateCov's predicted
                     # error falls as 1/sqrt(n), GaussCov's as 1/n), whatever the noise-prediction factor
                     "adaptive": ("calibration", 100_000), "adaptive_lap": ("calibration", 100_000),
@@ -704,6 +748,56 @@ def _output_perturbation(P, out, line):
 EXPECTED["output_perturbation"] = _output_perturbation
 
 
+def stable_samples(n: int, d: int, budget: ApproxDP, ptr_fraction: float = 0.1, beta: float = 1.0) -> int:
+    """m of stable_gsampling's Gaussian sampling step for n rows in R^d at (eps, delta), from the notes
+    (Alg 1: m <= eps^2 / (8 Delta^2 ln(1/delta))) and docs/stable_privacy.md (step 0, Lemma 9):
+    (eps1, delta1) = (f eps, delta/2) for the PTR test, (eps2, delta2) the rest;
+    L0 = chi2_d^{-1}(1 - beta/n) / (n (1 - sqrt(d/n))^2);
+    k = the smallest even k with exp(-(k/2 - 2) eps1/2) / 2 <= delta1;
+    Delta = (1 + 2/(n - k)) c/(1 - 2c) + 2 sqrt(d)/(n - k), c = 4 * 20 L0;
+    m = floor(eps2^2 / (8 Delta^2 ln(1/delta2)))."""
+    eps1, delta1 = ptr_fraction * budget.eps, budget.delta / 2
+    eps2, delta2 = budget.eps - eps1, budget.delta - delta1
+    L0 = chi2.isf(beta / n, d) / (n * (1 - math.sqrt(d / n)) ** 2)
+    k = 2
+    while math.exp(-(k / 2 - 2) * eps1 / 2) / 2 > delta1:
+        k += 2
+    c = 4 * 20 * L0
+    Delta = (1 + 2 / (n - k)) * c / (1 - 2 * c) + 2 * math.sqrt(d) / (n - k)
+    return math.floor(eps2**2 / (8 * Delta**2 * math.log(1 / delta2)))
+
+
+def _stable_m(P: CovProblem, line: AuditLine, budget=None) -> int:
+    options = {key: line.options[key] for key in ("ptr_fraction", "beta") if key in line.options}
+    return stable_samples(P.n, P.d, budget_guaranteeing(budget or line.budget, ApproxDP), **options)
+
+
+_MOMENTS: dict = {}
+
+
+def _second_moment(P: CovProblem) -> np.ndarray:
+    """The raw rows' X^T X / n (once per problem: the rows are kept alive, so their id stays unique)."""
+    if id(P.rows) not in _MOMENTS:
+        _MOMENTS[id(P.rows)] = (P.rows, P.rows.T @ P.rows / len(P.rows))
+    return _MOMENTS[id(P.rows)][1]
+
+
+def _stable_sampling(P, out, line):
+    """Alg 1 on Sigma_w: (1/m) sum_l y_l y_l^T, y_l ~ N(0, Sigma_w) iid (Wishart(m, Sigma_w) / m), so entry
+    (i, j) has mean Sigma_ij and variance (Sigma_ij^2 + Sigma_ii Sigma_jj) / m. On the calibration data
+    (standard Gaussian rows, n = 3e5, d = 2) every weight is 1 (tested), so Sigma_w is the raw rows'
+    second moment; m at the claimed budget (``stable_samples``)."""
+    sigma = _second_moment(P)
+    variance = (sigma**2 + np.outer(np.diag(sigma), np.diag(sigma))) / _stable_m(P, line)
+    return _upper(as_matrix(out) - sigma), np.sqrt(_upper(variance))
+
+
+EXPECTED["stable"] = _stable_sampling
+# Mechanisms whose noise is not the canonical mechanism of their notion: their noise scale at a budget on
+# a problem, for the under-noised copies (run_budget). stable_gsampling: sd of the entries ~ 1/sqrt(m).
+COPY_SCALES = {"stable_gsampling": lambda line, budget, P: 1 / math.sqrt(max(_stable_m(P, line, budget), 1e-300))}
+
+
 @dataclass
 class Calibration:
     line: str
@@ -713,6 +807,7 @@ class Calibration:
     low: float  # confidence interval at 1 - ALPHA (two-sided)
     high: float
     T: int
+    dropped: int = 0  # releases of the documented "no output" (zero matrix: a failed PTR test), not fitted
 
     @property
     def caught(self) -> bool:
@@ -720,7 +815,9 @@ class Calibration:
         return self.high < 1
 
     def describe(self) -> str:
-        return f"{self.line} x{self.c:g} [{self.part}]: noise ratio {self.ratio:.3f} ({self.low:.3f}, {self.high:.3f})"
+        dropped = f", {self.dropped} of {self.T} releases empty (dropped)" if self.dropped else ""
+        return (f"{self.line} x{self.c:g} [{self.part}]: noise ratio {self.ratio:.3f} ({self.low:.3f}, "
+                f"{self.high:.3f}){dropped}")
 
 
 def _variance_ratio(coords: np.ndarray, sds: np.ndarray, alpha: float) -> tuple[float, float, float]:
@@ -751,7 +848,13 @@ def calibrate(line: AuditLine, T: int, c: float = 1.0, seed: int = 0, alpha: flo
         return []
     pair, n = CALIBRATION_DATA.get(line.calibration, ("calibration", 1000))
     P = neighbours(pair, n).problems[0]
-    outs = outputs(line.mechanism, line.options, run_budget(line, c), P, T, stable_seed("calibrate", line.line, c, seed))
+    options = {**line.options, **neighbours(pair, n).options}
+    outs = outputs(line.mechanism, options, run_budget(line, c, P), P, T, stable_seed("calibrate", line.line, c, seed))
+    if options.get("on_fail") == "zero":  # the documented "no output" has no noise step to fit
+        outs = [out for out in outs if np.any(as_matrix(out) != 0)]
+    dropped = T - len(outs)
+    if not outs:
+        raise RuntimeError(f"{line.line}: every one of the {T} calibration releases was empty")
     results = []
     for part in CALIBRATION_PARTS.get(line.calibration, (line.calibration,)):
         extracted = [EXPECTED[part](P, out, line) for out in outs]
@@ -761,5 +864,5 @@ def calibrate(line: AuditLine, T: int, c: float = 1.0, seed: int = 0, alpha: flo
             ratio = _temperature_ratio(coords[:, 0], sds[:, 0], n * (P.eigenvalues[0] - P.eigenvalues[1]), alpha)
         else:
             ratio = _variance_ratio(coords, sds, alpha)
-        results.append(Calibration(line.line, part, c, *ratio, T))
+        results.append(Calibration(line.line, part, c, *ratio, T, dropped))
     return results
