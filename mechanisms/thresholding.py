@@ -83,8 +83,9 @@ def dp_threshold(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     (l2 sensitivity 1/n, classical Gaussian mechanism) and threshold gamma sqrt(log p / n) +
     4 sqrt(2 ln(1.25/delta)) sqrt(log p) / (n eps), whatever the rows' norm. It is NOT (eps, delta)-DP
     on data whose rows are not in the unit ball (Wang & Xu's own rows have norm ~ sqrt(p)/2: the
-    true replace-one sensitivity is sqrt(2) R^2 / n), nor for eps >= 1 (classical formula). The
-    accountant records the claimed budget, labelled as such."""
+    true replace-one sensitivity is sqrt(2) R^2 / n; 1/n is right only for add/remove-one neighbours
+    in the unit ball), nor for eps >= 1 (classical formula). The accountant records the claimed
+    budget, labelled as such."""
     _check_gamma(gamma)
     _check_calibration(calibration)
     if calibration == "as_written":
