@@ -81,7 +81,10 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
         ridge = None
         if experiment.ridge_alpha is not None and data.target is not None:
             ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
-        problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
+        if data.X is None:  # a simulated statistic (Data.sigma of Data.n rows)
+            problem = CovProblem.from_sigma(data.sigma, data.n, radius=data.radius)
+        else:
+            problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
     truth = problem.sigma if data.truth is None else data.truth
     return Instance(problem, truth, {"data_trace": problem.trace,
                                      **{f"data_{k}": v for k, v in data.info.items()}})

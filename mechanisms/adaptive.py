@@ -118,6 +118,7 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     SeparateCov with Laplace noise, a Laplace tail bound for the trace, the same SVT and PrivRadius
     (already pure), with the split read as fractions of eps.
     """
+    problem.require_bands("AdaptiveCov")
     if radius not in ("private", "known"):
         raise ValueError(f"radius must be 'private' or 'known', got {radius!r}")
     if not 0 < beta < 1:

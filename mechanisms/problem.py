@@ -51,10 +51,11 @@ class CovProblem:
     radius: float
     sigma: np.ndarray  # X^T X / n
     eigenvalues: np.ndarray  # of sigma, descending
-    band_exponents: np.ndarray  # int j of each non-empty band, ascending (largest norms first)
-    band_counts: np.ndarray  # rows per band
-    band_moments: np.ndarray  # S_j, shape (bands, d, d)
-    band_directions: np.ndarray  # T_j, shape (bands, d, d)
+    # Per-band statistics; None for a problem built from Sigma alone (from_sigma), which has no rows.
+    band_exponents: np.ndarray | None  # int j of each non-empty band, ascending (largest norms first)
+    band_counts: np.ndarray | None  # rows per band
+    band_moments: np.ndarray | None  # S_j, shape (bands, d, d)
+    band_directions: np.ndarray | None  # T_j, shape (bands, d, d)
     ridge: object = None  # a regression.RidgeTask when the experiment evaluates ridge models
     # Raw (unclipped) rows for mechanisms that need no norm bound (mechanisms/stable.py); None unless the
     # dataset provides them (Data.rows_unbounded), so other experiments never carry rows.
@@ -89,6 +90,28 @@ class CovProblem:
         return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions, ridge,
                    raw)
 
+    @classmethod
+    def from_sigma(cls, sigma, n: int, radius: float = 1.0) -> "CovProblem":
+        """A problem known only through Sigma = X^T X / n of n rows in the ``radius`` ball (e.g. a
+        simulated statistic, data/sparse.py). Mechanisms that need the rows' norm bands (clipping,
+        AdaptiveCov) refuse it (``require_bands``); the others see exactly what from_rows gives them."""
+        sigma = np.asarray(sigma, dtype=float)
+        if sigma.ndim != 2 or sigma.shape[0] != sigma.shape[1] or not np.all(np.isfinite(sigma)):
+            raise ValueError(f"sigma must be a finite square matrix, got shape {sigma.shape}")
+        if isinstance(n, bool) or int(n) != n or n < 1:
+            raise ValueError(f"n must be an integer >= 1, got {n!r}")
+        if not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+        sigma = (sigma + sigma.T) / 2
+        eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
+        return cls(int(n), sigma.shape[0], float(radius), sigma, eigenvalues, None, None, None, None)
+
+    def require_bands(self, what: str) -> None:
+        if self.band_exponents is None:
+            raise ValueError(f"{what} needs the rows' norm bands, but this problem was built from the "
+                             f"statistic Sigma alone (CovProblem.from_sigma, e.g. statistic=wishart): "
+                             f"use a dataset of rows")
+
     @property
     def trace(self) -> float:
         return float(np.trace(self.sigma))
@@ -101,12 +124,14 @@ class CovProblem:
         """Sigma(Clip(X, r 2^-m)), exact (Dong et al. §5.1, Clip(x, tau) = min(1, tau/||x||) x)."""
         if m <= 0:
             return self.sigma
+        self.require_bands("clipping")
         kept = self.band_exponents >= m
         tau2 = self.tau(m) ** 2
         return self.band_moments[kept].sum(axis=0) + tau2 * self.band_directions[~kept].sum(axis=0)
 
     def clipped_counts(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """Band exponents and counts of Clip(X, r 2^-m): bands above m merge into band m."""
+        self.require_bands("clipping")
         kept = self.band_exponents >= m
         exponents = self.band_exponents[kept]
         counts = self.band_counts[kept]

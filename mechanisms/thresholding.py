@@ -67,13 +67,40 @@ def _check_gamma(gamma):
         raise ValueError(f"gamma must be a number >= 0, got {gamma!r}")
 
 
+THRESHOLD_CALIBRATIONS = ("private", "as_written")
+
+
+def classical_gaussian_sd(sensitivity: float, budget: ApproxDP) -> float:
+    """sqrt(2 ln(1.25/delta)) sensitivity / eps: the classical Gaussian mechanism (Dwork & Roth,
+    Thm. A.1), (eps, delta)-DP only for eps < 1; Wang & Xu's sigma_1 with sensitivity 1/n."""
+    return math.sqrt(2 * math.log(1.25 / budget.delta)) * sensitivity / budget.eps
+
+
+def _check_calibration(calibration):
+    if calibration not in THRESHOLD_CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {THRESHOLD_CALIBRATIONS}, got {calibration!r}")
+
+
 def dp_threshold(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
-                 gamma: float = 0.5, threshold: bool = True) -> Spectral:
+                 gamma: float = 0.5, threshold: bool = True, calibration: str = "private") -> Spectral:
     """DP-Thresholding (Wang & Xu Algorithm 1); threshold=False is the §4.1 baseline (Gaussian
-    noise on Sigma, then the positive part)."""
+    noise on Sigma, then the positive part).
+
+    calibration="as_written" is Algorithm 1 *as written*: entry sd sigma_1 = sqrt(2 ln(1.25/delta)) / (n eps)
+    (l2 sensitivity 1/n, classical Gaussian mechanism) and threshold gamma sqrt(log p / n) +
+    4 sqrt(2 ln(1.25/delta)) sqrt(log p) / (n eps), whatever the rows' norm. It is NOT (eps, delta)-DP
+    on data whose rows are not in the unit ball (Wang & Xu's own rows have norm ~ sqrt(p)/2: the
+    true replace-one sensitivity is sqrt(2) R^2 / n; 1/n is right only for add/remove-one neighbours
+    in the unit ball), nor for eps >= 1 (classical formula). The accountant records the claimed
+    budget, labelled as such."""
     _check_gamma(gamma)
-    budget: ApproxDP = accountant.spend(accountant.total, "noisy covariance (analytic Gaussian)")
-    sd = analytic_gaussian_sigma(math.sqrt(2) * problem.radius**2 / problem.n, budget)
+    _check_calibration(calibration)
+    if calibration == "as_written":
+        budget = accountant.spend(accountant.total, "noisy covariance (as published: claimed, not DP here)")
+        sd = classical_gaussian_sd(1 / problem.n, budget)
+    else:
+        budget = accountant.spend(accountant.total, "noisy covariance (analytic Gaussian)")
+        sd = analytic_gaussian_sigma(math.sqrt(2) * problem.radius**2 / problem.n, budget)
     noisy = problem.sigma + sd * symmetric_gaussian(problem.d, rng)  # step 1
     level = threshold_level(problem.n, problem.d, sd, gamma) if threshold else None
     return threshold_and_project(noisy, level)
@@ -92,19 +119,46 @@ def ldp_noise_mean(n: int, p: int, sd: float, rng: np.random.Generator, per_user
 
 
 def ldp_threshold(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
-                  gamma: float = 0.5, per_user: bool = False) -> Spectral:
+                  gamma: float = 0.5, per_user: bool = False, calibration: str = "private") -> Spectral:
     """LDP-Thresholding (Wang & Xu Algorithm 2): every user releases x x^T + z_i, z_i ~ SGW with
     the analytic-Gaussian sd for one user's l2-sensitivity sqrt(2) r^2 (each user's report is
-    (eps, delta)-LDP); the server averages, thresholds at sqrt(n) eps scale, takes the positive part."""
+    (eps, delta)-LDP); the server averages, thresholds at sqrt(n) eps scale, takes the positive part.
+
+    calibration="as_written" is Algorithm 2 *as written*: per-user sd sqrt(2 ln(1.25/delta)) / eps
+    (sensitivity 1, classical Gaussian), threshold gamma sqrt(log p / n) +
+    4 sqrt(2 ln(1.25/delta)) sqrt(log p) / (sqrt(n) eps). NOT (eps, delta)-LDP on rows outside the
+    unit ball (sensitivity sqrt(2) R^2) or for eps >= 1; the accountant records the claimed budget."""
     _check_gamma(gamma)
-    budget: ApproxDP = accountant.spend(accountant.total, "each user's noisy x x^T (analytic Gaussian)")
-    sd_user = analytic_gaussian_sigma(math.sqrt(2) * problem.radius**2, budget)
+    _check_calibration(calibration)
+    if calibration == "as_written":
+        budget = accountant.spend(accountant.total, "each user's noisy x x^T (as published: claimed, not DP here)")
+        sd_user = classical_gaussian_sd(1.0, budget)
+    else:
+        budget = accountant.spend(accountant.total, "each user's noisy x x^T (analytic Gaussian)")
+        sd_user = analytic_gaussian_sigma(math.sqrt(2) * problem.radius**2, budget)
     noisy = problem.sigma + ldp_noise_mean(problem.n, problem.d, sd_user, rng, per_user)
     level = threshold_level(problem.n, problem.d, sd_user / math.sqrt(problem.n), gamma)
     return threshold_and_project(noisy, level)
 
 
-def gauss_approx(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+GAUSS_CALIBRATIONS = ("private", "public_code")
+
+
+def gauss_approx(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                 calibration: str = "private") -> Spectral:
     """The analytic Gaussian mechanism on Sigma at (eps, delta), positive part of the spectrum
-    (Wang & Xu §4.1 baseline; Amin et al.'s G-x baselines)."""
-    return dp_threshold(problem, accountant, rng, threshold=False)
+    (Wang & Xu §4.1 baseline; Amin et al.'s G-x baselines), l2 sensitivity sqrt(2) r^2 / n of the
+    upper triangle under replace-one neighbours.
+
+    calibration="public_code" is Amin et al.'s G *as published* (google-research
+    private_covariance_estimation gaussian_mechanism: find_sigma(eps, delta, 1.0) on C), i.e. the
+    same analytic Gaussian mechanism at sensitivity r^2 / n. That is (eps, delta)-DP under add/remove-
+    one neighbours (||x x^T||_F <= r^2) but NOT under the replace-one neighbours of Amin et al.'s
+    definition (x x^T - y y^T has upper-triangle norm up to sqrt(2) r^2: sigma is sqrt(2) too small)."""
+    if calibration not in GAUSS_CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {GAUSS_CALIBRATIONS}, got {calibration!r}")
+    if calibration == "private":
+        return dp_threshold(problem, accountant, rng, threshold=False)
+    budget: ApproxDP = accountant.spend(accountant.total, "noisy covariance (as published: add/remove sensitivity)")
+    sd = analytic_gaussian_sigma(problem.radius**2 / problem.n, budget)
+    return threshold_and_project(problem.sigma + sd * symmetric_gaussian(problem.d, rng), None)

@@ -123,5 +123,5 @@ def test_delta_one_over_n_reaches_the_mechanism(experiment):
     rows = pd.read_csv(out.results)
     for n, budget in rows.groupby("n").budget:
         assert set(budget) == {f"({e:g}, {1 / n:g})-DP" for e in rows[rows.n == n].eps}
-    assert {"err_l1", "err_l2", "data_clipped_fraction"} <= set(rows)
+    assert {"err_l1", "err_l2", "data_row_clip_bound"} <= set(rows) and set(rows.data_statistic) == {"wishart"}
     assert (out.results.parent / "figure_l1.png").exists()
