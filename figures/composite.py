@@ -70,30 +70,28 @@ def load_composites(directory: Path = CONF) -> list[Composite]:
     return composites
 
 
-def check_spec(spec: dict, path: Path) -> dict:
-    where = f"{path.name}: figure {spec.get('out', '?')!r}"
-    if not isinstance(spec, dict):
-        raise FigureSpecError(f"{path.name}: every figure must be a mapping, got {spec!r}")
-    unknown = sorted(set(spec) - FIGURE_KEYS)
+def _check_keys(mapping, known: set, required: tuple, where: str) -> None:
+    """A figure's or panel's keys: a mapping, nothing unknown, every required key present."""
+    if not isinstance(mapping, dict):
+        raise FigureSpecError(f"{where}: must be a mapping, got {mapping!r}")
+    unknown = sorted(set(mapping) - known)
     if unknown:
-        raise FigureSpecError(f"{where}: unknown key(s) {unknown}; known: {sorted(FIGURE_KEYS)}")
-    for key in ("out", "panels"):
-        if key not in spec:
+        raise FigureSpecError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+    for key in required:
+        if key not in mapping:
             raise FigureSpecError(f"{where}: needs {key!r}")
+
+
+def check_spec(spec: dict, path: Path) -> dict:
+    where = f"{path.name}: figure {spec.get('out', '?')!r}" if isinstance(spec, dict) else path.name
+    _check_keys(spec, FIGURE_KEYS, ("out", "panels"), where)
     if not isinstance(spec["panels"], list) or not spec["panels"]:
         raise FigureSpecError(f"{where}: panels must be a non-empty list")
     columns = spec.get("columns")
     if columns is not None and (isinstance(columns, bool) or not isinstance(columns, int) or columns < 1):
         raise FigureSpecError(f"{where}: columns must be an integer >= 1, got {columns!r}")
     for i, panel in enumerate(spec["panels"]):
-        if not isinstance(panel, dict):
-            raise FigureSpecError(f"{where}: panel {i + 1} must be a mapping")
-        unknown = sorted(set(panel) - PANEL_KEYS)
-        if unknown:
-            raise FigureSpecError(f"{where}, panel {i + 1}: unknown key(s) {unknown}; known: {sorted(PANEL_KEYS)}")
-        for key in ("summary", "x"):
-            if key not in panel:
-                raise FigureSpecError(f"{where}, panel {i + 1}: needs {key!r}")
+        _check_keys(panel, PANEL_KEYS, ("summary", "x"), f"{where}, panel {i + 1}")
     return spec
 
 
