@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.linalg
 
 from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
 from .gaussian import gaussian_sigma
@@ -25,13 +26,17 @@ from .spectral import Spectral
 
 
 def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
-                        subtract: np.ndarray | None = None,
+                        subtract: np.ndarray | None = None, block: int | None = None,
                         max_proposals: int = DEFAULT_MAX_PROPOSALS) -> np.ndarray:
     """Amin Algorithm 1, step 2: theta_1..theta_d (columns), theta_i ~ exp(eta_i u^T C_i u).
 
     Projection (default): C_i is C compressed to the orthogonal complement of theta_1..theta_(i-1)
     (step 2b-c), so the thetas are orthonormal. Kapralov–Talwar (``subtract`` = the noisy
     eigenvalues): C_(i+1) = C_i - lambda^_i theta_i theta_i^T on the whole sphere.
+
+    ``block`` (projection only): steps per fresh eigenbasis (default max(32, 3 sqrt(d)), the
+    measured optimum; block >= d is the plain backward accumulation). Any block gives the same
+    thetas up to rounding where C's eigenvalues are distinct, and the same distribution always.
     """
     d = C.shape[0]
     thetas = np.empty((d, d))
@@ -51,25 +56,75 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     # coordinates in C_i's eigenbasis; steps 2b-2c map mu_i to mu_(i+1) by the secular equation
     # (mechanisms/secular.py, O(q^2)). So the chain of draws runs on eigenvalues alone ...
     mu, basis = np.linalg.eigh(C)
-    draws, compressions = [], []
+    draws, compressions, spectra = [], [], [mu]
     for i in range(d):
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
         draws.append(u)
         if i < d - 1:
             compressions.append(compress_values(mu, u))
             mu = sorted_values(compressions[-1])
-    # ... and theta_i = basis W_0 ... W_(i-1) u_i (W_j: C_(j+1)'s eigenvectors in C_j's eigenbasis)
-    # is accumulated backwards: Y_i = [u_i | W_i Y_(i+1)] (q_i x q_i, orthogonal), one matrix
-    # product per step (kept transposed, so each product fills a contiguous block); theta = basis Y_0.
-    Yt = draws[-1][None, :]
-    for i in range(d - 2, -1, -1):
-        _, Wt = compress_vectors(draws[i], compressions[i])
-        previous, Yt = Yt, np.empty((d - i, d - i))
-        Yt[0] = draws[i]
-        np.matmul(previous, Wt, out=Yt[1:])
-    thetas = basis @ Yt.T
+            spectra.append(mu)
+    # ... and theta_i = B_s W_s ... W_(i-1) u_i (W_j: C_(j+1)'s eigenvectors in C_j's eigenbasis,
+    # B_s: C_s's eigenbasis) is built in blocks of steps s..e-1: backwards within the block, then a
+    # fresh eigh gives B_e, instead of the d^4/4-flop product of all the W's.
+    thetas = np.empty((d, d))
+    block = max(32, int(3 * math.sqrt(d))) if block is None else int(block)
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    s = 0
+    while s < d:
+        e = min(s + block, d)
+        Yt, probe = _accumulate_block(draws, compressions, s, e, d)
+        thetas[:, s:e] = basis @ Yt.T
+        if e < d:
+            basis = basis @ _next_eigenbasis(spectra[s], Yt, spectra[e], probe)
+        s = e
     thetas /= np.linalg.norm(thetas, axis=0)
     return thetas
+
+
+def _accumulate_block(draws, compressions, s: int, e: int, d: int):
+    """Rows i - s: theta_i (s <= i < e) in C_s's eigenbasis, Y_i = [u_i | W_i Y_(i+1)] accumulated
+    backwards (kept transposed, so each product fills a contiguous block); and P 1 with
+    P = W_s ... W_(e-1) (C_e's eigenbasis as the chain of compressions gives it), the probe that
+    fixes the signs of the fresh eigenbasis."""
+    has_probe = e < d
+    if has_probe:  # the probe row 1^T W_(e-1)^T rides along with the draws
+        _, Wt = compress_vectors(draws[e - 1], compressions[e - 1])
+        Yt = np.vstack([draws[e - 1], Wt.sum(axis=0)])
+    else:
+        Yt = draws[e - 1][None, :]
+    for i in range(e - 2, s - 1, -1):
+        _, Wt = compress_vectors(draws[i], compressions[i])
+        previous, Yt = Yt, np.empty((len(Yt) + 1, d - i))
+        Yt[0] = draws[i]
+        np.matmul(previous, Wt, out=Yt[1:])
+    if has_probe:
+        return np.delete(Yt, e - s, axis=0), Yt[e - s]
+    return Yt, None
+
+
+def _next_eigenbasis(mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.ndarray, probe: np.ndarray) -> np.ndarray:
+    """C_e's eigenvectors in C_s's eigenbasis (q_s x q_e): diag(mu_s) compressed to the complement
+    of the block's thetas (rows of Yt), diagonalised afresh, columns in the chain's order (mu_e
+    ascending) with the chain's signs (P 1 = N diag(signs) 1, so signs = sign(N^T P 1))."""
+    k, q = Yt.shape
+    # Householder QR of the block's thetas: Q = H_1 ... H_k, its last q - k columns span the
+    # complement; Q^T diag(mu_s) Q and Q [0; E] are applied in O(q^2 k) (LAPACK ormqr).
+    qr, tau, _, info = scipy.linalg.lapack.dgeqrf(Yt.T)
+    lwork = 64 * q
+    M, _, info2 = scipy.linalg.lapack.dormqr("L", "T", qr, tau, np.diag(mu_s), lwork)
+    M, _, info3 = scipy.linalg.lapack.dormqr("R", "N", qr, tau, M, lwork)
+    nu, E = np.linalg.eigh(M[k:, k:])
+    scale = max(float(np.max(np.abs(mu_s))), np.finfo(float).tiny)
+    if not np.allclose(nu, mu_e, rtol=0, atol=1e-8 * scale):  # the chain and the eigh must agree
+        raise FloatingPointError(f"eigenvalues of the compression drifted from the secular chain by "
+                                 f"{np.max(np.abs(nu - mu_e)) / scale:.1e} (relative)")
+    N, _, info4 = scipy.linalg.lapack.dormqr("L", "N", qr, tau, np.vstack([np.zeros((k, q - k)), E]), lwork)
+    if info or info2 or info3 or info4:
+        raise np.linalg.LinAlgError("LAPACK geqrf/ormqr failed on the block's thetas")
+    N *= np.where(N.T @ probe >= 0, 1.0, -1.0)
+    return N
 
 
 def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:

@@ -29,17 +29,11 @@ def _secular_root(mu, z2, k, tol, const):
     (origin index, tau) with x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is
     computed accurately."""
     m = len(mu)
-    gap = mu[k + 1] - mu[k]
-    mid = 0.5 * gap
-    f = const
-    for j in range(m):
-        f += z2[j] / ((mu[j] - mu[k]) - mid)
-    if f >= 0:  # the root lies in the left half: measure from mu_k
-        origin, lo, hi, tau = k, 0.0, mid, 0.5 * mid
-    else:
-        origin, lo, hi, tau = k + 1, -mid, 0.0, -0.5 * mid
-    base = mu[origin]
-    for _ in range(100):
+    mid = 0.5 * (mu[k + 1] - mu[k])
+    # The first evaluation, at the midpoint, picks the half holding the root and makes the first
+    # model step: measured from mu_k (left half) or from mu_k+1 (right half).
+    origin, lo, hi, base, tau = k, 0.0, mid, mu[k], mid
+    for it in range(100):
         psi = dpsi = phi = dphi = 0.0
         psi += const
         for j in range(k + 1):  # split loops (no branch) so they vectorise
@@ -52,6 +46,8 @@ def _secular_root(mu, z2, k, tol, const):
             t = z2[j] * r
             phi += t
             dphi += t * r
+        if it == 0 and psi + phi < 0:
+            origin, lo, hi, base, tau = k + 1, -mid, 0.0, mu[k + 1], -mid
         f = psi + phi
         if f < 0:
             lo = tau
