@@ -2,6 +2,7 @@
 the generated tables at the end of REPRODUCTION.md from the summaries.
 
     python scripts/reproduce.py --status          what is complete, what is left, time estimate
+    python scripts/reproduce.py --status --from-scratch   the time of the whole --all from nothing
     python scripts/reproduce.py --all             run everything that is not complete (resumable)
     python scripts/reproduce.py fig3a amin/fig1a  only these targets (by name or output dir)
     python scripts/reproduce.py --tables          only rebuild the tables, GALLERY.md and the composite figures
@@ -24,19 +25,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
+from joblib import cpu_count
+from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.config import budget_from_params, compose_experiment  # noqa: E402
-from experiments.runner import in_experiment, run_experiment, write_figures  # noqa: E402
-from experiments.seeding import canonical  # noqa: E402
+from experiments.runner import (build_instance, data_params, in_experiment, line_spec,  # noqa: E402
+                                resampled, run_experiment, write_figures)
+from experiments.seeding import canonical, params_key  # noqa: E402
+from mechanisms import release  # noqa: E402
 from mechanisms.privacy import budget_guaranteeing  # noqa: E402
 from mechanisms.registry import get_mechanism  # noqa: E402
 
@@ -54,7 +61,6 @@ class Target:
     overrides: tuple = ()
     x: str = ""
     panel: str | None = None
-    seconds_per_run: float = 0.05  # wall seconds per run on 2 cores, for targets with no results yet
 
     @property
     def name(self) -> str:
@@ -62,17 +68,17 @@ class Target:
 
 
 TARGETS = [
-    Target("dong2022/fig2", "synthetic_unit_norm", x="d", panel="n", seconds_per_run=0.07),
+    Target("dong2022/fig2", "synthetic_unit_norm", x="d", panel="n"),
     Target("dong2022/fig3a", "synthetic_trace", x="N"),
-    Target("dong2022/fig3b", "synthetic_dim", x="d", seconds_per_run=0.2),
+    Target("dong2022/fig3b", "synthetic_dim", x="d"),
     Target("dong2022/fig3c", "synthetic_samples", x="n"),
     Target("dong2022/fig3d", "synthetic_rho", x="rho"),
-    Target("dong2022/fig4", "mnist_rho", x="rho", panel="n", seconds_per_run=0.5),
-    Target("dong2022/fig5", "news_rho", x="rho", panel="d", seconds_per_run=0.25),
-    Target("dong2022/fig6", "mnist_digits", x="rho", panel="digit", seconds_per_run=0.4),
-    Target("dong2022/fig7", "pure_unit_norm", x="d", panel="n", seconds_per_run=0.12),
+    Target("dong2022/fig4", "mnist_rho", x="rho", panel="n"),
+    Target("dong2022/fig5", "news_rho", x="rho", panel="d"),
+    Target("dong2022/fig6", "mnist_digits", x="rho", panel="digit"),
+    Target("dong2022/fig7", "pure_unit_norm", x="d", panel="n"),
     Target("dong2022/fig8_trace", "pure_trace", x="N", panel="n"),
-    Target("dong2022/fig8_dim", "pure_dim", x="d", panel="n", seconds_per_run=0.15),
+    Target("dong2022/fig8_dim", "pure_dim", x="d", panel="n"),
     Target("dong2022/fig8_eps", "pure_eps", x="eps", panel="n"),
     Target("wangxu/sparsity", "wangxu_sparsity", x="n", panel="sr"),
     Target("wangxu/dim", "wangxu_dim", x="n", panel="p"),
@@ -84,8 +90,8 @@ TARGETS = [
     Target("amin2019/fig1a_raw", "amin_fig1a", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("amin2019/fig1b_raw", "amin_fig1b", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("amin2019/regression_raw", "amin_regression", ("params.preprocess=raw",), x="eps", panel="name"),
-    Target("lecture/stable_mahalanobis", "stable_mahalanobis", x="n", panel="kappa", seconds_per_run=0.1),
-    Target("advisor/phase_diagram", "phase_diagram", x="d", panel="n", seconds_per_run=0.06),  # scripts/advise.py
+    Target("lecture/stable_mahalanobis", "stable_mahalanobis", x="n", panel="kappa"),
+    Target("advisor/phase_diagram", "phase_diagram", x="d", panel="n"),  # scripts/advise.py
 ]
 
 
@@ -149,24 +155,53 @@ def missing_experiment(target: Target, plan: Plan, n_jobs: int = -1):
     return experiment_of(target, n_jobs, (f"mechanisms=[{','.join(plan.missing)}]",), plan.partial)
 
 
-def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS) -> tuple[int, int, float]:
-    """(runs done, runs in total, estimated seconds left): committed complete lines count as done;
-    the other lines count what their partial results.csv holds."""
+_RELEASE_SECONDS: dict[tuple, float] = {}
+
+
+def release_seconds(exp, name: str, point: dict) -> float:
+    """Seconds of one release of line ``name`` at ``point``, measured now as a worker runs it (one
+    BLAS thread; the line's first measurement in this process follows a warm-up release, for JIT
+    compilation); measured once per line and data parameters (the budget barely moves the cost)."""
+    line_key = (exp.dataset, line_spec(exp, name))
+    key = (*line_key, params_key(data_params(exp.dataset, point)))
+    if key not in _RELEASE_SECONDS:
+        instance = build_instance(exp, point, 0 if resampled(exp, point) else None)
+        line, budget = exp.line(name), exp.budget(name, point)
+        with threadpool_limits(limits=1):
+            for warm_up in (True, False) if line_key not in _RELEASE_SECONDS else (False,):
+                start = time.perf_counter()
+                release(line.mechanism, instance.problem, budget, np.random.default_rng(0),
+                        options=line.options, clamp=exp.clamp_eigenvalues)
+        _RELEASE_SECONDS[key] = _RELEASE_SECONDS[line_key] = time.perf_counter() - start
+    return _RELEASE_SECONDS[key]
+
+
+def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS,
+             n_jobs: int = -1) -> tuple[int, int, float]:
+    """(runs done, runs in total, estimated wall seconds left): committed complete lines count as
+    done; the other lines count what their partial results.csv holds. The time left is each
+    missing run's cost -- the mean seconds of the line's runs in partial/ if it has any, else one
+    release measured now (``release_seconds``) -- over the worker processes."""
     plan = plan_target(target, out_root=out_root, base_root=base_root)
     exp = plan.experiment
     total = exp.total_runs()
-    grid = len(exp.grid())
-    done = sum(grid * exp.trials_for(m) for m in exp.mechanisms if m not in plan.missing)
-    per_run = target.seconds_per_run
+    grid = exp.grid()
+    done = sum(len(grid) * exp.trials_for(m) for m in exp.mechanisms if m not in plan.missing)
+    frame = pd.DataFrame(columns=["mechanism", "seconds"])
     results = plan.partial / "results.csv"
     if plan.missing and results.exists() and results.stat().st_size:
-        partial = missing_experiment(target, plan)
         frame = pd.read_csv(results, low_memory=False)
-        frame = frame[in_experiment(partial, frame)]
-        done += len(frame)
-        if len(frame):
-            per_run = float(frame.seconds.mean()) / 2  # 2 worker processes
-    return min(done, total), total, (total - min(done, total)) * per_run
+        frame = frame[in_experiment(missing_experiment(target, plan), frame)]
+    seconds = 0.0
+    for name in plan.missing:
+        ran = frame[frame.mechanism == name]
+        done += len(ran)
+        if len(ran):
+            seconds += (len(grid) * exp.trials_for(name) - len(ran)) * float(ran.seconds.mean())
+        else:
+            seconds += exp.trials_for(name) * sum(release_seconds(exp, name, p) for p in grid)
+    workers = cpu_count() if n_jobs < 0 else min(n_jobs, cpu_count())
+    return min(done, total), total, seconds / workers
 
 
 def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, base_root: Path = RESULTS):
@@ -200,8 +235,7 @@ def with_lines(target: Target, names: list[str]) -> tuple[Target | None, str]:
                 return None, f"skipped: {name} ({notion.__name__}) cannot run here ({err})"
     added = [n for n in names if n not in exp.mechanisms]
     mechanisms = f"mechanisms=[{','.join([*exp.mechanisms, *added])}]"
-    return Target(target.out, target.experiment, (*target.overrides, mechanisms), target.x, target.panel,
-                  target.seconds_per_run), ""
+    return Target(target.out, target.experiment, (*target.overrides, mechanisms), target.x, target.panel), ""
 
 
 def tables() -> str:
@@ -285,6 +319,8 @@ def main() -> None:
     parser.add_argument("targets", nargs="*", help="target names (e.g. fig3a) or output dirs (dong2022/fig3a)")
     parser.add_argument("--all", action="store_true", help="every target")
     parser.add_argument("--status", action="store_true", help="print progress and the time estimate only")
+    parser.add_argument("--from-scratch", action="store_true",
+                        help="with --status: estimate as if nothing were committed (the whole --all run)")
     parser.add_argument("--tables", action="store_true",
                         help="only rebuild REPRODUCTION.md's tables, GALLERY.md and the composite figures")
     parser.add_argument("--figures", action="store_true",
@@ -327,18 +363,26 @@ def main() -> None:
             if why:
                 print(f"{t.out:32s} {why}")
         chosen = [new for _, new, _ in extended if new is not None]
-    states = {t.out: progress(t, out_root) for t in chosen}
-    left = sum(s[2] for s in states.values())
-    for t in chosen:
-        done, total, seconds = states[t.out]
+    if args.from_scratch and not args.status:
+        parser.error("--from-scratch goes with --status (it estimates; to re-run, move results/ away)")
+    if args.from_scratch:  # nothing counts as done: an empty directory stands in for results/
+        out_root = base_root = Path(tempfile.mkdtemp(prefix="dpcov-scratch-"))
+    else:
+        base_root = RESULTS
+    states = {}
+    for t in chosen:  # estimates come from partial/ runs or from one release measured now
+        states[t.out] = done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
         mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.0f} min left"
-        print(f"{t.out:32s} {mark}")
-    print(f"estimated time left: ~{left / 60:.0f} min on this machine")
+        print(f"{t.out:32s} {mark}", flush=True)
+    left = sum(s[2] for s in states.values())
+    print(f"estimated time left: ~{left / 60:.0f} min on this machine "
+          f"({cpu_count() if args.n_jobs < 0 else min(args.n_jobs, cpu_count())} workers, "
+          f"per-release costs measured now)")
     if args.status:
         return
     start = time.perf_counter()
     for t in chosen:
-        done, total, seconds = progress(t, out_root)
+        done, total, seconds = progress(t, out_root, n_jobs=args.n_jobs)
         if done == total and (out_root == RESULTS or (out_root / t.out / "summary.csv").exists()):
             continue
         left -= seconds

@@ -32,6 +32,21 @@ def test_a_committed_figure_is_complete_and_tables_render():
     assert "### dong2022/fig3a" in text and "| N | " in text
 
 
+def test_status_from_scratch_counts_nothing_as_done(capsys, monkeypatch):
+    """Every run of the target is left, each at the measured cost (stubbed here: 0.1 s per release;
+    the measurement itself is exercised in the next test)."""
+    monkeypatch.setattr(reproduce, "release_seconds", lambda exp, name, point: 0.1)
+    monkeypatch.setattr("sys.argv", ["reproduce.py", "--status", "--from-scratch", "--n-jobs", "1", "fig3a"])
+    reproduce.main()
+    printed = capsys.readouterr().out
+    assert "dong2022/fig3a                   0/2160 runs, ~4 min left" in printed  # 2160 x 0.1 s
+    assert "estimated time left: ~4 min on this machine (1 workers" in printed
+    monkeypatch.setattr("sys.argv", ["reproduce.py", "--from-scratch", "fig3a"])
+    with pytest.raises(SystemExit):
+        reproduce.main()
+    assert "--from-scratch goes with --status" in capsys.readouterr().err
+
+
 def test_unknown_target_is_refused(capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["reproduce.py", "nope"])
     with pytest.raises(SystemExit):
@@ -46,7 +61,8 @@ def test_a_new_line_runs_alone_and_merges_with_the_committed_ones(tmp_path):
         "mechanisms=[gauss,zero,gauss_twin]", "+variants.gauss_twin={mechanism: gauss, label: Twin}"), x="N")
     plan = reproduce.plan_target(target, out_root=tmp_path)
     assert plan.missing == ["gauss_twin"] and set(plan.committed.mechanism) == {"gauss", "zero"}
-    assert reproduce.progress(target, out_root=tmp_path)[0] == 2 * 6 * 50
+    done, total, seconds = reproduce.progress(target, out_root=tmp_path)
+    assert (done, total) == (2 * 6 * 50, 3 * 6 * 50) and seconds > 0  # the twin's releases, measured now
     out = reproduce.complete_target(target, n_jobs=1, out_root=tmp_path)
     merged = pd.read_csv(out / "summary.csv")
     committed = pd.read_csv(reproduce.RESULTS / base.out / "summary.csv")
