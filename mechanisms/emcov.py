@@ -18,7 +18,7 @@ import scipy.linalg
 
 from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
 from .gaussian import gaussian_sigma
-from .secular import compress_values, compress_vectors, rank_one_update, sorted_values
+from .secular import compress_values, compress_vectors, rank_one_values, rank_one_vectors, sorted_values
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
 from .spectral import Spectral
@@ -34,39 +34,38 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     (step 2b-c), so the thetas are orthonormal. Kapralov–Talwar (``subtract`` = the noisy
     eigenvalues): C_(i+1) = C_i - lambda^_i theta_i theta_i^T on the whole sphere.
 
-    ``block`` (projection only): steps per fresh eigenbasis (default max(32, 3 sqrt(d)), the
-    measured optimum; block >= d is the plain backward accumulation). Any block gives the same
-    thetas up to rounding where C's eigenvalues are distinct, and the same distribution always.
+    ``block``: steps per fresh eigenbasis (default max(32, 3 sqrt(d)), the measured optimum;
+    block >= d is the plain backward accumulation). Any block gives the same thetas up to rounding
+    where the C_i's eigenvalues are distinct, and the same distribution always.
     """
     d = C.shape[0]
-    thetas = np.empty((d, d))
-    if subtract is not None:  # Kapralov–Talwar: C_(i+1) = C_i - lambda^_i theta_i theta_i^T
-        # C_i is kept as its eigen-decomposition (mu, basis): in C_i's eigenbasis the update is
-        # diag(mu) - lambda^_i u u^T, whose eigen-decomposition is again a secular equation
-        # (mechanisms/secular.py) -- no eigh per step, one basis product per step.
-        mu, basis = np.linalg.eigh(C)
-        for i in range(d):
-            u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
-            thetas[:, i] = basis @ u
-            if i < d - 1:
-                mu, Wt = rank_one_update(mu, u, -subtract[i])
-                basis = basis @ Wt.T
-        return thetas
-    # Projection. Step 2a at step i needs only the eigenvalues mu_i of C_i and gives u_i, theta_i's
-    # coordinates in C_i's eigenbasis; steps 2b-2c map mu_i to mu_(i+1) by the secular equation
-    # (mechanisms/secular.py, O(q^2)). So the chain of draws runs on eigenvalues alone ...
+    # Step 2a at step i needs only the eigenvalues mu_i of C_i and gives u_i, theta_i's coordinates
+    # in C_i's eigenbasis. Projection (steps 2b-2c): C_(i+1) is C_i compressed to u_i's complement;
+    # KT: C_(i+1) = C_i - lambda^_i theta_i theta_i^T, in C_i's eigenbasis diag(mu_i) - lambda^_i
+    # u_i u_i^T. Either way mu_(i+1) comes from a secular equation (mechanisms/secular.py, O(q^2)),
+    # so the chain of draws runs on eigenvalues alone ...
     mu, basis = np.linalg.eigh(C)
-    draws, compressions, spectra = [], [], [mu]
+    draws, steps, spectra = [], [], [mu]
     for i in range(d):
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
         draws.append(u)
         if i < d - 1:
-            compressions.append(compress_values(mu, u))
-            mu = sorted_values(compressions[-1])
+            if subtract is None:
+                steps.append(compress_values(mu, u))
+                mu = sorted_values(steps[-1])
+            else:
+                mu, description = rank_one_values(mu, u, -subtract[i])
+                steps.append(description)
             spectra.append(mu)
-    # ... and theta_i = B_s W_s ... W_(i-1) u_i (W_j: C_(j+1)'s eigenvectors in C_j's eigenbasis,
-    # B_s: C_s's eigenbasis) is built in blocks of steps s..e-1: backwards within the block, then a
-    # fresh eigh gives B_e, instead of the d^4/4-flop product of all the W's.
+
+    def step_vectors(j: int) -> np.ndarray:  # W_j^T: C_(j+1)'s eigenvectors in C_j's eigenbasis
+        if subtract is None:
+            return compress_vectors(draws[j], steps[j])[1]
+        return rank_one_vectors(steps[j], d)
+
+    # ... and theta_i = B_s W_s ... W_(i-1) u_i (B_s: C_s's eigenbasis) is built in blocks of
+    # steps s..e-1: backwards within the block, then a fresh eigh gives B_e, instead of one basis
+    # product per step (d^4/4 flops projecting, d^4 for KT).
     thetas = np.empty((d, d))
     block = max(32, int(3 * math.sqrt(d))) if block is None else int(block)
     if block < 1:
@@ -74,29 +73,32 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     s = 0
     while s < d:
         e = min(s + block, d)
-        Yt, probe = _accumulate_block(draws, compressions, s, e, d)
+        Yt, probe = _accumulate_block(draws, step_vectors, s, e)
         thetas[:, s:e] = basis @ Yt.T
         if e < d:
-            basis = basis @ _next_eigenbasis(spectra[s], Yt, spectra[e], probe)
+            if subtract is None:
+                basis = basis @ _next_eigenbasis(spectra[s], Yt, spectra[e], probe)
+            else:
+                basis = basis @ _next_eigenbasis_kt(spectra[s], Yt, subtract[s:e], spectra[e], probe)
         s = e
-    thetas /= np.linalg.norm(thetas, axis=0)
+    if subtract is None:
+        thetas /= np.linalg.norm(thetas, axis=0)
     return thetas
 
 
-def _accumulate_block(draws, compressions, s: int, e: int, d: int):
+def _accumulate_block(draws, step_vectors, s: int, e: int):
     """Rows i - s: theta_i (s <= i < e) in C_s's eigenbasis, Y_i = [u_i | W_i Y_(i+1)] accumulated
     backwards (kept transposed, so each product fills a contiguous block); and P 1 with
-    P = W_s ... W_(e-1) (C_e's eigenbasis as the chain of compressions gives it), the probe that
-    fixes the signs of the fresh eigenbasis."""
-    has_probe = e < d
+    P = W_s ... W_(e-1) (C_e's eigenbasis as the chain of updates gives it), the probe that fixes
+    the signs of the fresh eigenbasis."""
+    has_probe = e < len(draws)
     if has_probe:  # the probe row 1^T W_(e-1)^T rides along with the draws
-        _, Wt = compress_vectors(draws[e - 1], compressions[e - 1])
-        Yt = np.vstack([draws[e - 1], Wt.sum(axis=0)])
+        Yt = np.vstack([draws[e - 1], step_vectors(e - 1).sum(axis=0)])
     else:
         Yt = draws[e - 1][None, :]
     for i in range(e - 2, s - 1, -1):
-        _, Wt = compress_vectors(draws[i], compressions[i])
-        previous, Yt = Yt, np.empty((len(Yt) + 1, d - i))
+        Wt = step_vectors(i)
+        previous, Yt = Yt, np.empty((len(Yt) + 1, len(draws[i])))
         Yt[0] = draws[i]
         np.matmul(previous, Wt, out=Yt[1:])
     if has_probe:
@@ -104,10 +106,20 @@ def _accumulate_block(draws, compressions, s: int, e: int, d: int):
     return Yt, None
 
 
+def _aligned(nu: np.ndarray, N: np.ndarray, mu_s: np.ndarray, mu_e: np.ndarray, probe: np.ndarray):
+    """The fresh eigenbasis N (eigenvalues nu ascending) with the chain's signs: P 1 = N diag(signs) 1
+    for P the chain's basis, so signs = sign(N^T P 1); its eigenvalues must be the chain's."""
+    scale = max(float(np.max(np.abs(mu_s))), float(np.max(np.abs(mu_e))), np.finfo(float).tiny)
+    if not np.allclose(nu, mu_e, rtol=0, atol=1e-8 * scale):
+        raise FloatingPointError(f"eigenvalues of the block's update drifted from the secular chain by "
+                                 f"{np.max(np.abs(nu - mu_e)) / scale:.1e} (relative)")
+    N *= np.where(N.T @ probe >= 0, 1.0, -1.0)
+    return N
+
+
 def _next_eigenbasis(mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.ndarray, probe: np.ndarray) -> np.ndarray:
-    """C_e's eigenvectors in C_s's eigenbasis (q_s x q_e): diag(mu_s) compressed to the complement
-    of the block's thetas (rows of Yt), diagonalised afresh, columns in the chain's order (mu_e
-    ascending) with the chain's signs (P 1 = N diag(signs) 1, so signs = sign(N^T P 1))."""
+    """Projection: C_e's eigenvectors in C_s's eigenbasis (q_s x q_e), diag(mu_s) compressed to the
+    complement of the block's thetas (rows of Yt), diagonalised afresh."""
     k, q = Yt.shape
     # Householder QR of the block's thetas: Q = H_1 ... H_k, its last q - k columns span the
     # complement; Q^T diag(mu_s) Q and Q [0; E] are applied in O(q^2 k) (LAPACK ormqr).
@@ -116,15 +128,17 @@ def _next_eigenbasis(mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.ndarray, probe: 
     M, _, info2 = scipy.linalg.lapack.dormqr("L", "T", qr, tau, np.diag(mu_s), lwork)
     M, _, info3 = scipy.linalg.lapack.dormqr("R", "N", qr, tau, M, lwork)
     nu, E = np.linalg.eigh(M[k:, k:])
-    scale = max(float(np.max(np.abs(mu_s))), np.finfo(float).tiny)
-    if not np.allclose(nu, mu_e, rtol=0, atol=1e-8 * scale):  # the chain and the eigh must agree
-        raise FloatingPointError(f"eigenvalues of the compression drifted from the secular chain by "
-                                 f"{np.max(np.abs(nu - mu_e)) / scale:.1e} (relative)")
     N, _, info4 = scipy.linalg.lapack.dormqr("L", "N", qr, tau, np.vstack([np.zeros((k, q - k)), E]), lwork)
     if info or info2 or info3 or info4:
         raise np.linalg.LinAlgError("LAPACK geqrf/ormqr failed on the block's thetas")
-    N *= np.where(N.T @ probe >= 0, 1.0, -1.0)
-    return N
+    return _aligned(nu, N, mu_s, mu_e, probe)
+
+
+def _next_eigenbasis_kt(mu_s, Yt, lambdas, mu_e, probe) -> np.ndarray:
+    """KT: C_e's eigenvectors in C_s's eigenbasis, diag(mu_s) - sum_i lambda^_i t_i t_i^T over the
+    block's thetas t_i (rows of Yt), diagonalised afresh."""
+    nu, E = np.linalg.eigh(np.diag(mu_s) - (Yt.T * lambdas) @ Yt)
+    return _aligned(nu, E, mu_s, mu_e, probe)
 
 
 def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:

@@ -271,16 +271,33 @@ def compress_sorted(mu: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return new_mu, Wt.T
 
 
-def rank_one_update(mu: np.ndarray, u: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
-    """(new_mu ascending, W^T): W orthogonal (q x q), W^T (diag(mu) + rho u u^T) W = diag(new_mu)
-    (mu ascending, u a unit vector). A negative rho is the positive update of -diag(mu) reversed."""
+def rank_one_values(mu: np.ndarray, u: np.ndarray, rho: float):
+    """(new_mu ascending, description): the eigenvalues of diag(mu) + rho u u^T (mu ascending, u a
+    unit vector), and what ``rank_one_vectors`` needs for its eigenvectors. A negative rho is the
+    positive update of -diag(mu) reversed."""
     if rho == 0:
-        return mu.copy(), np.eye(len(mu))
+        return mu.copy(), None
     scale = max(float(np.max(np.abs(mu))), abs(rho), np.finfo(float).tiny)
     if rho > 0:
-        return _compress_vectors(u, _compress_values(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS, rho))
-    flipped = np.ascontiguousarray(-mu[::-1])
+        values = _compress_values(mu, u, 16 * len(mu) * EPS * scale, 16 * EPS, rho)
+        return np.sort(values[0], kind="stable"), (False, u, values)
     flipped_u = u[::-1].copy()
-    values = _compress_values(flipped, flipped_u, 16 * len(mu) * EPS * scale, 16 * EPS, -rho)
-    new_mu, Wt = _compress_vectors(flipped_u, values)
-    return -new_mu[::-1], np.ascontiguousarray(Wt[::-1, ::-1])
+    values = _compress_values(np.ascontiguousarray(-mu[::-1]), flipped_u, 16 * len(mu) * EPS * scale,
+                              16 * EPS, -rho)
+    return -np.sort(values[0], kind="stable")[::-1], (True, flipped_u, values)
+
+
+def rank_one_vectors(description, q: int) -> np.ndarray:
+    """W^T (q x q, rows in ascending order of the eigenvalues) from ``rank_one_values``."""
+    if description is None:
+        return np.eye(q)
+    flipped, u, values = description
+    Wt = _compress_vectors(u, values)[1]
+    return np.ascontiguousarray(Wt[::-1, ::-1]) if flipped else Wt
+
+
+def rank_one_update(mu: np.ndarray, u: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """(new_mu ascending, W^T): W orthogonal (q x q), W^T (diag(mu) + rho u u^T) W = diag(new_mu)
+    (mu ascending, u a unit vector)."""
+    new_mu, description = rank_one_values(mu, u, rho)
+    return new_mu, rank_one_vectors(description, len(mu))

@@ -216,6 +216,29 @@ def test_rank_one_update_against_eigh():
         assert np.allclose(new_mu, np.linalg.eigvalsh(A), atol=1e-12 * max(1, abs(rho)))
 
 
+def forward_reference_kt(C, etas, subtract, rng):
+    """KT as before the blocks: C_i's eigenbasis updated by every rank-one update."""
+    from mechanisms.bingham import sample_bingham_eigen
+    mu, basis = np.linalg.eigh(C)
+    thetas = []
+    for i, eta in enumerate(etas):
+        u = sample_bingham_eigen(-eta * mu, rng, 1)[0][0]
+        thetas.append(basis @ u)
+        if i < len(etas) - 1:
+            mu, Wt = rank_one_update(mu, u, -subtract[i])
+            basis = basis @ Wt.T
+    return np.array(thetas).T
+
+
+@pytest.mark.parametrize("d, block", [(12, None), (12, 1), (25, 4), (40, 7)])
+def test_kapralov_talwar_blocks_match_the_forward_basis_updates(d, block):
+    C = (lambda X: X.T @ X)(unit_rows(2000, d, 13))
+    etas = np.linspace(0.5, 0.05, d)
+    values = np.linalg.eigvalsh(C)[::-1] + np.random.default_rng(2).normal(0, 5, d)  # noisy, some < 0
+    fast = sample_eigenvectors(C, etas, np.random.default_rng(5), subtract=values, block=block)
+    assert np.allclose(fast, forward_reference_kt(C, etas, values, np.random.default_rng(5)), atol=1e-8)
+
+
 def test_kapralov_talwar_distribution_unchanged():
     """KT keeps C_i as an eigen-decomposition updated by secular equations: its basis differs from
     a fresh eigh's (signs), so the thetas are compared in distribution with the eigh-per-step
@@ -236,7 +259,7 @@ def test_kapralov_talwar_distribution_unchanged():
     C, etas = R @ np.diag(values) @ R.T, np.full(3, 0.4)
     trials = 3000
     stats = []
-    for sampler in (lambda rng: sample_eigenvectors(C, etas, rng, subtract=values),
+    for sampler in (lambda rng: sample_eigenvectors(C, etas, rng, subtract=values, block=1),
                     lambda rng: eigh_per_step(C, etas, values, rng)):
         rng = np.random.default_rng(len(stats))
         outer = np.array([np.einsum("ai,bi->iab", t, t).ravel() for t in (sampler(rng) for _ in range(trials))])
