@@ -72,9 +72,14 @@ def _secular_root(mu, z2, k, tol, const):
         new = tau + eta
         if not (lo < new < hi):
             new = 0.5 * (lo + hi)
+        # A step below 1e-8 relative leaves an error below rounding (the iteration converges at
+        # least quadratically there): take it without another evaluation.
+        last = abs(new - tau) <= 1e-8 * abs(new)
         if new == tau:
             break
         tau = new
+        if last:
+            break
     return origin, tau
 
 
