@@ -7,6 +7,8 @@ the generated tables at the end of REPRODUCTION.md from the summaries.
     python scripts/reproduce.py fig3a amin/fig1a  only these targets (by name or output dir)
     python scripts/reproduce.py --tables          only rebuild the tables, GALLERY.md and the composite figures
     python scripts/reproduce.py --figures         re-draw every committed figure from its committed summary
+    python scripts/reproduce.py --rerun emcov fig2 fig4   re-run a committed line after a change that
+                                                  must keep its distribution; prints the z-scores
     python scripts/reproduce.py --add mypkg.cov:my_mech --out results_mine/
                                                   every figure with your mechanism's line added
 
@@ -222,6 +224,39 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
     return plan.out
 
 
+RERUN = "rerun"  # <target>/partial/rerun/: a committed line run afresh (not committed)
+
+
+def rerun_line(target: Target, name: str, n_jobs: int = -1, root: Path = RESULTS) -> pd.DataFrame:
+    """Run the committed line ``name`` of ``target`` afresh (after a change to its mechanism that
+    must not change its distribution), into <target>/partial/rerun (resumable); compare each grid
+    point's mean with the committed one (z = difference / combined standard error) and replace
+    the line's rows in summary.csv, then redraw the target's figures. Returns the comparison."""
+    committed_path = root / target.out / "summary.csv"
+    plan = plan_target(target, n_jobs, root, root)
+    if name not in plan.experiment.mechanisms or not committed_path.exists():
+        raise ValueError(f"{target.out} has no committed line {name!r}")
+    out = plan.partial / RERUN
+    rerun = experiment_of(target, n_jobs, (f"mechanisms=[{name}]",), out)
+    new = pd.read_csv(run_experiment(rerun, make_figure=False).summary)
+    old = pd.read_csv(committed_path)
+    metric = _count_column(old)[:-len("_count")]
+    keys = ["mechanism", *plan.experiment.param_names()]
+    pair = old[old.mechanism == name].merge(new, on=keys, suffixes=("_old", "_new"), validate="one_to_one")
+    if len(pair) != len(new):
+        raise ValueError(f"{target.out}: the re-run's grid does not match the committed line {name!r}")
+    se = np.sqrt(pair[f"{metric}_sem_old"] ** 2 + pair[f"{metric}_sem_new"] ** 2)
+    diff = pair[f"{metric}_mean_new"] - pair[f"{metric}_mean_old"]
+    pair["z"] = np.where(se > 0, diff / se.where(se > 0, 1.0), np.where(diff == 0, 0.0, np.inf))
+    pair["relative"] = diff / pair[f"{metric}_mean_old"]
+    order = {m: i for i, m in enumerate(plan.experiment.mechanisms)}
+    summary = pd.concat([old[old.mechanism != name], new], ignore_index=True)
+    summary = summary.sort_values("mechanism", key=lambda c: c.map(order), kind="stable")
+    summary.to_csv(committed_path, index=False)
+    write_figures(plan.experiment, summary, root / target.out)
+    return pair
+
+
 def with_lines(target: Target, names: list[str]) -> tuple[Target | None, str]:
     """``target`` with the lines ``names`` added to its mechanisms, or (None, why) when a line's
     privacy notion cannot meet the target's budget."""
@@ -314,6 +349,23 @@ def rebuild_tables() -> None:
     print(f"rebuilt the generated tables in {REPRODUCTION}")
 
 
+def rerun_all(chosen: list[Target], names: list[str], n_jobs: int = -1) -> None:
+    """``--rerun``: every (target, line) pair that exists, then the tables and composite figures."""
+    pairs = [(t, n) for t in chosen for n in names
+             if n in experiment_of(t, 1).mechanisms and (RESULTS / t.out / "summary.csv").exists()]
+    if not pairs:
+        sys.exit(f"--rerun: no chosen target has a committed line {' or '.join(map(repr, names))}")
+    print(f"{'target':24s} {'line':18s} points  max|z|  |z|>2  |z|>3  max relative change")
+    for target, name in pairs:
+        pair = rerun_line(target, name, n_jobs)
+        z = pair.z.abs()
+        print(f"{target.out:24s} {name:18s} {len(pair):6d} {z.max():7.2f} {(z > 2).mean():6.0%} {(z > 3).mean():6.0%}"
+              f"  {pair.relative.abs().max():.2%}", flush=True)
+    rebuild_tables()
+    render_figures(experiments_too=False)
+    rebuild_gallery()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="*", help="target names (e.g. fig3a) or output dirs (dong2022/fig3a)")
@@ -327,6 +379,9 @@ def main() -> None:
                         help="re-draw every committed figure from its committed summary (runs nothing)")
     parser.add_argument("--add", action="append", metavar="NAME", default=[],
                         help="add this mechanism's line (built-in name or plug-in path; repeatable); needs --out")
+    parser.add_argument("--rerun", action="append", metavar="LINE", default=[],
+                        help="run this committed line afresh in the chosen targets (default: all that have "
+                             "it), print how far its means moved (z-scores) and replace it (repeatable)")
     parser.add_argument("--out", type=Path, help="write the figures here instead of results/ (re-using results/)")
     parser.add_argument("--n-jobs", type=int, default=-1)
     args = parser.parse_args()
@@ -349,7 +404,7 @@ def main() -> None:
             get_mechanism(name)
         except ValueError as err:
             parser.error(str(err))
-    chosen = TARGETS if args.all or (args.status or args.add) and not args.targets else []
+    chosen = TARGETS if args.all or (args.status or args.add or args.rerun) and not args.targets else []
     for wanted in args.targets:
         match = [t for t in TARGETS if wanted in (t.name, t.out)]
         if not match:
@@ -357,6 +412,9 @@ def main() -> None:
         chosen += match
     if not chosen:
         parser.error("name targets, or use --all / --status / --tables")
+    if args.rerun:
+        rerun_all(chosen, args.rerun, args.n_jobs)
+        return
     if args.add:
         extended = [(t, *with_lines(t, args.add)) for t in chosen]
         for t, _, why in extended:

@@ -78,3 +78,29 @@ def test_a_new_line_runs_alone_and_merges_with_the_committed_ones(tmp_path):
     assert np.allclose(twin.err_fro_mean.values, gauss.err_fro_mean.values, rtol=0.05)
     assert (out / "figure.png").exists() and (out / "partial" / "results.csv").exists()
     assert reproduce.progress(target, out_root=tmp_path, base_root=tmp_path)[0] == 3 * 6 * 50
+
+
+def test_rerun_reproduces_a_committed_line_and_replaces_it(tmp_path):
+    """Re-running AD (the iterative eigenvector sampler) of Amin Fig. 1(a) with the same seeds gives
+    the committed means (z = 0 up to rounding: the blocked sampler is the same path at d <= 14);
+    the summary keeps every other line and gets the re-run's rows."""
+    target = next(t for t in reproduce.TARGETS if t.out == "amin2019/fig1a")
+    committed = pd.read_csv(reproduce.RESULTS / target.out / "summary.csv")
+    (tmp_path / target.out).mkdir(parents=True)
+    committed.to_csv(tmp_path / target.out / "summary.csv", index=False)
+    pair = reproduce.rerun_line(target, "ad", n_jobs=1, root=tmp_path)
+    assert len(pair) == (committed.mechanism == "ad").sum() > 0
+    assert pair.z.abs().max() < 1e-6 and pair.relative.abs().max() < 1e-9
+    merged = pd.read_csv(tmp_path / target.out / "summary.csv")
+    assert list(merged.mechanism.unique()) == list(committed.mechanism.unique())
+    keep = committed.mechanism != "ad"
+    pd.testing.assert_frame_equal(merged[merged.mechanism != "ad"][committed.columns].reset_index(drop=True),
+                                  committed[keep].reset_index(drop=True))
+    with pytest.raises(ValueError, match="no committed line 'nope'"):
+        reproduce.rerun_line(target, "nope", n_jobs=1, root=tmp_path)
+
+
+def test_rerun_of_a_line_no_target_has_is_refused(capsys, monkeypatch):
+    monkeypatch.setattr("sys.argv", ["reproduce.py", "--rerun", "nope", "fig3a"])
+    with pytest.raises(SystemExit, match="no chosen target has a committed line 'nope'"):
+        reproduce.main()
