@@ -160,22 +160,26 @@ def missing_experiment(target: Target, plan: Plan, n_jobs: int = -1):
 _RELEASE_SECONDS: dict[tuple, float] = {}
 
 
-def release_seconds(exp, name: str, point: dict) -> float:
-    """Seconds of one release of line ``name`` at ``point``, measured now as a worker runs it (one
-    BLAS thread; the line's first measurement in this process follows a warm-up release, for JIT
-    compilation); measured once per line and data parameters (the budget barely moves the cost)."""
-    line_key = (exp.dataset, line_spec(exp, name))
-    key = (*line_key, params_key(data_params(exp.dataset, point)))
-    if key not in _RELEASE_SECONDS:
+def release_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
+    """Seconds of one release of each line in ``names`` at ``point``, measured now as a worker runs it
+    (one BLAS thread; a line's first measurement in this process follows a warm-up release, for JIT
+    compilation); measured once per line and data parameters (the budget barely moves the cost), on
+    one instance built for all the lines."""
+    data_key = params_key(data_params(exp.dataset, point))
+    keys = {name: (exp.dataset, line_spec(exp, name)) for name in names}
+    unmeasured = [name for name in names if (*keys[name], data_key) not in _RELEASE_SECONDS]
+    if unmeasured:
         instance = build_instance(exp, point, 0 if resampled(exp, point) else None)
-        line, budget = exp.line(name), exp.budget(name, point)
         with threadpool_limits(limits=1):
-            for warm_up in (True, False) if line_key not in _RELEASE_SECONDS else (False,):
-                start = time.perf_counter()
-                release(line.mechanism, instance.problem, budget, np.random.default_rng(0),
-                        options=line.options, clamp=exp.clamp_eigenvalues)
-        _RELEASE_SECONDS[key] = _RELEASE_SECONDS[line_key] = time.perf_counter() - start
-    return _RELEASE_SECONDS[key]
+            for name in unmeasured:
+                line, budget = exp.line(name), exp.budget(name, point)
+                for _ in range(1 if keys[name] in _RELEASE_SECONDS else 2):  # the first: a warm-up
+                    start = time.perf_counter()
+                    release(line.mechanism, instance.problem, budget, np.random.default_rng(0),
+                            options=line.options, clamp=exp.clamp_eigenvalues)
+                _RELEASE_SECONDS[(*keys[name], data_key)] = _RELEASE_SECONDS[keys[name]] = \
+                    time.perf_counter() - start
+    return {name: _RELEASE_SECONDS[(*keys[name], data_key)] for name in names}
 
 
 def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS,
@@ -194,14 +198,18 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     if plan.missing and results.exists() and results.stat().st_size:
         frame = pd.read_csv(results, low_memory=False)
         frame = frame[in_experiment(missing_experiment(target, plan), frame)]
-    seconds = 0.0
+    seconds, unmeasured = 0.0, []
     for name in plan.missing:
         ran = frame[frame.mechanism == name]
         done += len(ran)
         if len(ran):
             seconds += (len(grid) * exp.trials_for(name) - len(ran)) * float(ran.seconds.mean())
         else:
-            seconds += exp.trials_for(name) * sum(release_seconds(exp, name, p) for p in grid)
+            unmeasured.append(name)
+    if unmeasured:
+        for point in grid:
+            costs = release_seconds(exp, unmeasured, point)
+            seconds += sum(exp.trials_for(name) * costs[name] for name in unmeasured)
     workers = cpu_count() if n_jobs < 0 else min(n_jobs, cpu_count())
     return min(done, total), total, seconds / workers
 
