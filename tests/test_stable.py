@@ -260,6 +260,22 @@ def test_one_factorisation_per_round(counted):
     assert 1 <= len(counted) <= rounds
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_warm_started_filters_equal_independent_filters(seed):
+    """Alg 3 as the notes write it: 2k + 1 independent greedy filters, |S_j| and w_i counted directly.
+    The warm-started filters (and their per-row removal index) must give the same sizes, score and weights
+    on data whose sets change at many thresholds."""
+    k = 6
+    X = borderline(400, 3, 0.02, seed, planted=25, spread=(-0.5, 2.2))
+    sets = [stable.greedy_filter(X, np.exp(j / k) * 0.02) for j in range(2 * k + 1)]
+    sizes = np.array([S.sum() for S in sets])
+    assert len(set(sizes)) >= 4  # the sets do change at several thresholds
+    result = stable.stable_covariance(X, 0.02, k)
+    assert np.array_equal(result.sizes, sizes)
+    assert result.d_hat == min(k, min(400 - sizes[j] + j for j in range(k + 1)))
+    assert np.array_equal(result.w, sum(sets[k + 1:]) / k)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Alg 1 and parameters
 
