@@ -26,6 +26,7 @@ mechanism under pure eps-DP) are skipped with a note.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -232,19 +233,21 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
     return plan.out
 
 
-RERUN = "rerun"  # <target>/partial/rerun/: a committed line run afresh (not committed)
+RERUN = "rerun"  # <target>/partial/rerun/<line>/: a committed line run afresh (not committed)
 
 
 def rerun_line(target: Target, name: str, n_jobs: int = -1, root: Path = RESULTS) -> pd.DataFrame:
     """Run the committed line ``name`` of ``target`` afresh (after a change to its mechanism that
-    must not change its distribution), into <target>/partial/rerun (resumable); compare each grid
-    point's mean with the committed one (z = difference / combined standard error) and replace
-    the line's rows in summary.csv, then redraw the target's figures. Returns the comparison."""
+    must not change its distribution), into <target>/partial/rerun/<line> (an interrupted re-run
+    resumes from there; a completed one removes it, so the next --rerun starts afresh and never
+    re-uses runs of older code); compare each grid point's mean with the committed one (z =
+    difference / combined standard error) and replace the line's rows in summary.csv, then redraw
+    the target's figures. Returns the comparison."""
     committed_path = root / target.out / "summary.csv"
     plan = plan_target(target, n_jobs, root, root)
     if name not in plan.experiment.mechanisms or not committed_path.exists():
         raise ValueError(f"{target.out} has no committed line {name!r}")
-    out = plan.partial / RERUN
+    out = plan.partial / RERUN / name
     rerun = experiment_of(target, n_jobs, (f"mechanisms=[{name}]",), out)
     new = pd.read_csv(run_experiment(rerun, make_figure=False).summary)
     old = pd.read_csv(committed_path)
@@ -262,6 +265,7 @@ def rerun_line(target: Target, name: str, n_jobs: int = -1, root: Path = RESULTS
     summary = summary.sort_values("mechanism", key=lambda c: c.map(order), kind="stable")
     summary.to_csv(committed_path, index=False)
     write_figures(plan.experiment, summary, root / target.out)
+    shutil.rmtree(out)
     return pair
 
 

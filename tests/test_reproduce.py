@@ -88,7 +88,9 @@ def test_rerun_reproduces_a_committed_line_and_replaces_it(tmp_path):
     committed = pd.read_csv(reproduce.RESULTS / target.out / "summary.csv")
     (tmp_path / target.out).mkdir(parents=True)
     committed.to_csv(tmp_path / target.out / "summary.csv", index=False)
+    stale = tmp_path / target.out / "partial" / reproduce.RERUN / "ad"
     pair = reproduce.rerun_line(target, "ad", n_jobs=1, root=tmp_path)
+    assert not stale.exists()  # a completed re-run leaves nothing a later --rerun (new code) could re-use
     assert len(pair) == (committed.mechanism == "ad").sum() > 0
     assert pair.z.abs().max() < 1e-6 and pair.relative.abs().max() < 1e-9
     merged = pd.read_csv(tmp_path / target.out / "summary.csv")
