@@ -228,3 +228,13 @@ def test_panels_wrap_after_figure_columns(experiment):
         shapes[columns] = matplotlib.image.imread(run_experiment(exp).figure_png).shape
     assert shapes[None][1] > 2.5 * shapes[None][0]  # one row of three panels
     assert shapes[2][1] < 1.5 * shapes[2][0]  # two rows of two (the fourth left blank)
+
+
+def test_benchmark_times_every_line_of_the_experiment_including_variants():
+    """scripts/benchmark.py at a toy size: one row per line (a variant such as EMCov (as published) runs
+    its base mechanism with the variant's options), plus the iterative samplers."""
+    done = subprocess.run([sys.executable, "scripts/benchmark.py", "--d", "6", "--n", "200", "--repeats", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    timed = {line.split()[1] for line in done.stdout.splitlines()[1:]}
+    assert {"eigh", "emcov", "emcov_published", "gauss", "emcov_pure", "ad", "itu", "kt"} <= timed
