@@ -464,3 +464,13 @@ def test_release_is_scale_equivariant_and_bounded_to_its_domain():
     Y[0] = 1e160
     with pytest.raises(ValueError, match="at most"):
         stable.stable_release(Y, budget, np.random.default_rng(5))
+
+
+@pytest.mark.parametrize("shift", [-1074, -1022, -600, -3, 0, 7, 600, 1023, 1060])
+def test_power_of_two_scaling_equals_ldexp(shift):
+    """_scaled multiplies by 2^shift where that is a normal double: the same correctly rounded values as
+    np.ldexp, also where the result is subnormal or overflows (the floating-point argument of the proof)."""
+    rng = np.random.default_rng(shift + 2000)
+    X = rng.standard_normal(20000) * 10.0 ** rng.uniform(-320, 300, 20000)
+    with np.errstate(over="ignore"):
+        assert np.array_equal(stable._scaled(X, shift), np.ldexp(X, shift))
