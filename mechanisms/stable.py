@@ -368,7 +368,7 @@ class _Filter:
                 self.lev = leverages(self.X, self.keep)
                 self.lev_top = self.lev[self.keep].max(initial=-np.inf)
                 self.rounds += 1
-            if not self.lev_top > L:  # (NaN-safe: NaN leverages go to the O(n) test below)
+            if self.lev_top <= L:
                 return self.keep
             out = self.keep & (self.lev > L)
             if not out.any():
@@ -403,13 +403,11 @@ def stable_covariance(X, L0: float, k: int) -> StableCovariance:
     # never removed), so #{j in k+1..2k : i in S_j} = 2k - max(removed_at[i], k), in exact integers
     # (w_i = 0 exactly), with O(n) work only when S changes.
     removed_at = np.full(n, -1, dtype=np.int64)
-    before = filters.keep.copy()
     for j in range(2 * k, -1, -1):  # largest threshold first
         S = filters.run(math.exp(j / k) * L0)
         sizes[j] = filters.size
-        if filters.size != sizes[min(j + 1, 2 * k)] or j == 2 * k:
-            removed_at[before & ~S] = j
-            before = S.copy()
+        if sizes[j] < (n if j == 2 * k else sizes[j + 1]):  # rows left S at this threshold
+            removed_at[~S & (removed_at < 0)] = j
     d_hat = int(min(k, min(n - sizes[j] + j for j in range(k + 1))))
     inside = 2 * k - np.maximum(removed_at, k)
     return StableCovariance(d_hat, inside / k, sizes, filters.rounds)
