@@ -17,10 +17,39 @@ secular equation 1/rho + sum_j u_j^2 / (mu_j - x) = 0.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
 EPS = np.finfo(float).eps
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _pole_sums(poles, z2, base, tau):
+    """sum_j z2_j / delta_j and sum_j z2_j / delta_j^2, delta_j = (poles_j - base) - tau, all delta_j of
+    one sign (the poles on one side of the root). Terms are taken in pairs sharing one division,
+    z2_a / delta_a + z2_b / delta_b = (z2_a delta_b + z2_b delta_a) / (delta_a delta_b): each pair's
+    sum has the same few-ulp relative error as the two terms, and division throughput, not
+    multiplication, bounds this loop (it is most of the secular solve). Callers pass slices, which
+    lets the loop vectorise; the poles are scaled to |poles| <= 1 so no product under/overflows."""
+    n = len(poles)
+    h = n // 2
+    s = ds = 0.0
+    for j in range(h):
+        a = (poles[j] - base) - tau
+        b = (poles[j + h] - base) - tau
+        r = 1.0 / (a * b)
+        ta = z2[j] * b
+        tb = z2[j + h] * a
+        s += (ta + tb) * r
+        ds += (ta * b + tb * a) * (r * r)
+    if n % 2:
+        r = 1.0 / ((poles[n - 1] - base) - tau)
+        t = z2[n - 1] * r
+        s += t
+        ds += t * r
+    return s, ds
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
@@ -29,23 +58,15 @@ def _secular_root(mu, z2, k, tol, const):
     (origin index, tau) with x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is
     computed accurately."""
     m = len(mu)
+    left_mu, left_z2, right_mu, right_z2 = mu[:k + 1], z2[:k + 1], mu[k + 1:], z2[k + 1:]
     mid = 0.5 * (mu[k + 1] - mu[k])
     # The first evaluation, at the midpoint, picks the half holding the root and makes the first
     # model step: measured from mu_k (left half) or from mu_k+1 (right half).
     origin, lo, hi, base, tau = k, 0.0, mid, mu[k], mid
     for it in range(100):
-        psi = dpsi = phi = dphi = 0.0
+        psi, dpsi = _pole_sums(left_mu, left_z2, base, tau)  # poles below the root
+        phi, dphi = _pole_sums(right_mu, right_z2, base, tau)  # and above it
         psi += const
-        for j in range(k + 1):  # split loops (no branch) so they vectorise
-            r = 1.0 / ((mu[j] - base) - tau)
-            t = z2[j] * r
-            psi += t
-            dpsi += t * r
-        for j in range(k + 1, m):
-            r = 1.0 / ((mu[j] - base) - tau)
-            t = z2[j] * r
-            phi += t
-            dphi += t * r
         if it == 0 and psi + phi < 0:
             origin, lo, hi, base, tau = k + 1, -mid, 0.0, mu[k + 1], -mid
         f = psi + phi
@@ -190,13 +211,55 @@ def _compress_values(mu, u, tol_mu, tol_u, rho):
             poles = smu[:m]
             z2 /= np.sum(z2)
             c = 0.0
+        # Scale by a power of two (exact) to |poles| < 1: the roots' and eigenvectors' pairwise
+        # products (_pole_sums, _compress_vectors) then cannot under- or overflow.
+        unit = math.ldexp(1.0, -math.frexp(np.max(np.abs(poles)))[1])
+        poles = poles * unit
+        smu = smu * unit
+        rho = rho * unit
+        c = c / unit
         for k in range(nroots):
             origin, taus[k] = _secular_root(poles, z2, k, 8 * EPS, c)
             base[k] = poles[origin]
-            kind[ncol], arg[ncol], new_mu[ncol] = _CAUCHY, k, base[k] + taus[k]
+            kind[ncol], arg[ncol], new_mu[ncol] = _CAUCHY, k, (base[k] + taus[k]) / unit
             ncol += 1
+    # smu, base, taus and rho are in the scaled units (the eigenvectors depend only on ratios).
     return (new_mu[:ncol], kind[:ncol], arg[:ncol], arg2[:ncol], rep_vec, rep_start[:nrep],
             rep_end[:nrep], idx[:m], smu[:m], z[:m], base, taus, rho)
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _ratio_product(root_base, root_tau, poles, pole):
+    """prod_l ((root_base_l - pole) + root_tau_l) / (poles_l - pole): Loewner's ratios, each in (0, 1]
+    by interlacing, two to a division (see _pole_sums)."""
+    n = len(poles)
+    h = n // 2
+    prod = 1.0
+    for l in range(h):
+        prod *= (((root_base[l] - pole) + root_tau[l]) * ((root_base[l + h] - pole) + root_tau[l + h])) \
+            / ((poles[l] - pole) * (poles[l + h] - pole))
+    if n % 2:
+        prod *= ((root_base[n - 1] - pole) + root_tau[n - 1]) / (poles[n - 1] - pole)
+    return prod
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _cauchy_column(zhat, poles, base, tau, out):
+    """out_j = zhat_j / ((poles_j - base) - tau), two to a division (see _pole_sums); returns |out|^2."""
+    n = len(poles)
+    h = n // 2
+    norm = 0.0
+    for j in range(h):
+        a = (poles[j] - base) - tau
+        b = (poles[j + h] - base) - tau
+        r = 1.0 / (a * b)
+        out[j] = zhat[j] * b * r
+        out[j + h] = zhat[j + h] * a * r
+        norm += out[j] * out[j] + out[j + h] * out[j + h]
+    if n % 2:
+        out[n - 1] = zhat[n - 1] / ((poles[n - 1] - base) - tau)
+        norm += out[n - 1] * out[n - 1]
+    return norm
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
@@ -213,11 +276,8 @@ def _compress_vectors(u, values):
         # update, whose extra root x_(m-1) gives one more factor), paired as ratios (l < j with x_l,
         # l > j with x_(l-1)); x_k - mu_j is computed from x_k's nearer pole.
         for j in range(m):
-            prod = 1.0
-            for l in range(j):
-                prod *= ((base[l] - smu[j]) + taus[l]) / (smu[l] - smu[j])
-            for l in range(j + 1, m):
-                prod *= ((base[l - 1] - smu[j]) + taus[l - 1]) / (smu[l] - smu[j])
+            prod = (_ratio_product(base[:j], taus[:j], smu[:j], smu[j])
+                    * _ratio_product(base[j:m - 1], taus[j:m - 1], smu[j + 1:], smu[j]))
             if rho > 0:
                 prod *= ((base[m - 1] - smu[j]) + taus[m - 1]) / rho
             zhat[j] = np.sqrt(max(prod, 0.0)) * (1.0 if z[j] >= 0 else -1.0)
@@ -236,11 +296,7 @@ def _compress_vectors(u, values):
             for r in range(end - start):
                 Wt[p, start + r] = -sign * ((1.0 if r == arg2[c] else 0.0) - 2.0 * v[r] * v[arg2[c]])
         else:  # eigenvector (D - x_k)^-1 z^ of the representatives, expanded onto their groups
-            norm = 0.0
-            for j in range(m):
-                column[j] = zhat[j] / ((smu[j] - base[a]) - taus[a])
-                norm += column[j] * column[j]
-            scale = 1.0 / np.sqrt(norm)
+            scale = 1.0 / np.sqrt(_cauchy_column(zhat, smu, base[a], taus[a], column))
             if m == q:  # nothing deflated: representative j is row j
                 for j in range(m):
                     Wt[p, j] = column[j] * scale

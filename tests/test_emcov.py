@@ -49,6 +49,31 @@ def test_secular_compression_against_eigh(case):
     assert np.all(new_mu >= mu[:-1] - 1e-12) and np.all(new_mu <= mu[1:] + 1e-12)  # interlacing
 
 
+@pytest.mark.parametrize("scale", [2.0**-1000, 1e-250, 1e-9, 3.7, 1e250])
+def test_secular_compression_is_scale_free(scale):
+    """The secular solve pairs terms (one division per two poles): products of two pole distances
+    and their squares. Scaling to |poles| < 1 first keeps them finite and normal at any scale, so
+    W is the same and the eigenvalues scale exactly (to rounding) -- without the scaling, 1e250
+    overflows and 1e-250 underflows."""
+    rng = np.random.default_rng(31)
+    q = 80
+    mu = np.sort(rng.exponential(1.0, q))
+    u = rng.standard_normal(q)
+    u[::9] = 1e-13  # roots within ~1e-26 (relative) of their poles
+    u /= np.linalg.norm(u)
+    reference_mu, reference_W = compress_sorted(mu, u)
+    new_mu, W = compress_sorted(mu * scale, u)
+    assert np.all(np.isfinite(W)) and np.allclose(W, reference_W, atol=1e-13)
+    assert np.allclose(new_mu / scale, reference_mu, rtol=1e-13, atol=0)
+    assert np.allclose(W.T @ W, np.eye(q - 1), atol=1e-12)
+    assert np.allclose(W.T @ np.diag(mu) @ W, np.diag(reference_mu), atol=1e-12)
+    for rho in (2.5, -0.7):  # Kapralov-Talwar's rank-one update scales the same way
+        reference_mu, reference_Wt = rank_one_update(mu, u, rho)
+        new_mu, Wt = rank_one_update(mu * scale, u, rho * scale)
+        assert np.allclose(Wt, reference_Wt, atol=1e-13)
+        assert np.allclose(new_mu / scale, reference_mu, rtol=1e-13, atol=1e-300)
+
+
 def test_compressions_match_the_pseudocode(monkeypatch):
     """Steps 2b-2c by Householder updates must leave C_i = P_i C P_i^T. With a sampler that always
     returns the top eigenvector of C_i, the thetas must be C's eigenvectors in descending order
