@@ -27,6 +27,7 @@ from .spectral import Spectral
 
 def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
                         subtract: np.ndarray | None = None, block: int | None = None,
+                        eigen: tuple[np.ndarray, np.ndarray] | None = None,
                         max_proposals: int = DEFAULT_MAX_PROPOSALS) -> np.ndarray:
     """Amin Algorithm 1, step 2: theta_1..theta_d (columns), theta_i ~ exp(eta_i u^T C_i u).
 
@@ -37,6 +38,8 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     ``block``: steps per fresh eigenbasis (default max(32, 3 sqrt(d)), the measured optimum;
     block >= d is the plain backward accumulation). Any block gives the same thetas up to rounding
     where the C_i's eigenvalues are distinct, and the same distribution always.
+
+    ``eigen``: C's eigh (values ascending, vectors) if already known (CovProblem.unit_gram_eigh).
     """
     d = C.shape[0]
     # Step 2a at step i needs only the eigenvalues mu_i of C_i and gives u_i, theta_i's coordinates
@@ -44,7 +47,7 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     # KT: C_(i+1) = C_i - lambda^_i theta_i theta_i^T, in C_i's eigenbasis diag(mu_i) - lambda^_i
     # u_i u_i^T. Either way mu_(i+1) comes from a secular equation (mechanisms/secular.py, O(q^2)),
     # so the chain of draws runs on eigenvalues alone ...
-    mu, basis = np.linalg.eigh(C)
+    mu, basis = np.linalg.eigh(C) if eigen is None else eigen
     draws, steps, spectra = [], [], [mu]
     for i in range(d):
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
@@ -147,12 +150,16 @@ def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:
     return problem.sigma * (problem.n / r2), r2 / problem.n
 
 
-def _release(values: np.ndarray, thetas: np.ndarray, back: float) -> Spectral | np.ndarray:
-    """Step 3: C^ = sum lambda^_i theta_i theta_i^T, rescaled to Sigma."""
-    gram = thetas.T @ thetas
-    if np.allclose(gram, np.eye(len(values)), atol=1e-8):
-        return Spectral(values * back, thetas)
-    return (thetas * (values * back)) @ thetas.T  # KT: thetas need not be orthogonal
+def _release(values: np.ndarray, thetas: np.ndarray, back: float, orthonormal: bool = True) -> Spectral | np.ndarray:
+    """Step 3: C^ = sum lambda^_i theta_i theta_i^T, rescaled to Sigma. The projection's thetas are
+    orthonormal by construction (kept factored; a fixed probe checks it in O(d^2), not a d^3 Gram
+    matrix); KT's (orthonormal=False) need not be."""
+    if not orthonormal:
+        return (thetas * (values * back)) @ thetas.T
+    probe = np.full(len(values), 1 / math.sqrt(len(values)))
+    if not np.allclose(thetas.T @ (thetas @ probe), probe, rtol=0, atol=1e-8):
+        raise FloatingPointError("the sampled eigenvectors lost orthonormality")
+    return Spectral(values * back, thetas)
 
 
 AMIN_CALIBRATIONS = ("paper", "public_code")
@@ -201,8 +208,8 @@ def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
             accountant.spend(PureDP(eps[i]), f"eigenvector {i + 1} (exponential mechanism){claimed}")
     etas = 2 * eps if published else eps / 4
     thetas = sample_eigenvectors(C, etas, rng, subtract=values if variant == "subtract" else None,
-                                 max_proposals=max_proposals)
-    return _release(values, thetas, back)
+                                 eigen=problem.unit_gram_eigh, max_proposals=max_proposals)
+    return _release(values, thetas, back, orthonormal=variant == "project")
 
 
 EMCOV_CALIBRATIONS = ("zcdp", "public_code")
@@ -247,7 +254,8 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
         values = np.clip(problem.eigenvalues * (problem.n / problem.radius**2)
                          + rng.laplace(scale=2 / (eps / 2), size=d), 0.0, problem.n)
         eta = advanced_composition_step(eps / 2, d, PUBLIC_CODE_DELTA) / 4
-        thetas = sample_eigenvectors(C, np.full(d, eta), rng, max_proposals=max_proposals)
+        thetas = sample_eigenvectors(C, np.full(d, eta), rng, eigen=problem.unit_gram_eigh,
+                                     max_proposals=max_proposals)
         return _release(values, thetas, back)
     half = accountant.spend(total.scaled(0.5), "eigenvalues (Gaussian)")
     values = problem.eigenvalues * (problem.n / problem.radius**2) \
@@ -256,7 +264,8 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
     for i in range(d):
         accountant.spend(step, f"eigenvector {i + 1} (exponential mechanism, {charge})")
     eta = math.sqrt(2 * step.rho) * (1.0 if charge == "bounded_range" else 0.5)
-    thetas = sample_eigenvectors(C, np.full(d, eta), rng, max_proposals=max_proposals)
+    thetas = sample_eigenvectors(C, np.full(d, eta), rng, eigen=problem.unit_gram_eigh,
+                                     max_proposals=max_proposals)
     return _release(values, thetas, back)
 
 

@@ -13,6 +13,7 @@ The statistics are small (no n x d array), so shipping them to worker processes 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -111,6 +112,15 @@ class CovProblem:
             raise ValueError(f"{what} needs the rows' norm bands, but this problem was built from the "
                              f"statistic Sigma alone (CovProblem.from_sigma, e.g. statistic=wishart): "
                              f"use a dataset of rows")
+
+    @cached_property
+    def unit_gram_eigh(self) -> tuple[np.ndarray, np.ndarray]:
+        """eigh (values ascending, vectors) of C = X^T X for the rows rescaled into the unit ball
+        (sigma n / r^2), where Amin et al.'s Algorithm 1 starts (EMCov, AD, IT-U, KT): computed on
+        first use and shared by every release on this problem (read-only)."""
+        values, vectors = np.linalg.eigh(self.sigma * (self.n / self.radius**2))
+        values.flags.writeable = vectors.flags.writeable = False
+        return values, vectors
 
     @property
     def trace(self) -> float:

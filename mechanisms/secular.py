@@ -58,6 +58,7 @@ def _secular_root(mu, z2, k, tol, const):
     (origin index, tau) with x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is
     computed accurately."""
     m = len(mu)
+    step_tol = np.sqrt(tol * m)
     left_mu, left_z2, right_mu, right_z2 = mu[:k + 1], z2[:k + 1], mu[k + 1:], z2[k + 1:]
     mid = 0.5 * (mu[k + 1] - mu[k])
     # The first evaluation, at the midpoint, picks the half holding the root and makes the first
@@ -93,9 +94,10 @@ def _secular_root(mu, z2, k, tol, const):
         new = tau + eta
         if not (lo < new < hi):
             new = 0.5 * (lo + hi)
-        # A step below 1e-8 relative leaves an error below rounding (the iteration converges at
-        # least quadratically there): take it without another evaluation.
-        last = abs(new - tau) <= 1e-8 * abs(new)
+        # The residual test above accepts a root error of ~tol m relative. The iteration converges
+        # quadratically (error after a step ~ K step^2, K ~ 1e-2 measured), so a step below
+        # sqrt(tol m) relative leaves no more than that: take it without another evaluation.
+        last = abs(new - tau) <= step_tol * abs(new)
         if new == tau:
             break
         tau = new
@@ -268,7 +270,7 @@ def _compress_vectors(u, values):
     (new_mu, kind, arg, arg2, rep_vec, rep_start, rep_end, idx, smu, z, base, taus, rho) = values
     q = len(u)
     order = np.argsort(new_mu, kind="mergesort")
-    Wt = np.zeros((len(new_mu), q))
+    Wt = np.empty((len(new_mu), q))  # rows are zeroed where needed (none when nothing deflated)
     m = len(smu)
     zhat = np.empty(m)
     if m >= 1:
@@ -285,6 +287,8 @@ def _compress_vectors(u, values):
     for p in range(len(new_mu)):
         c = order[p]
         a = arg[c]
+        if kind[c] != _CAUCHY or m < q:
+            Wt[p] = 0.0
         if kind[c] == _UNIT:
             Wt[p, a] = 1.0
         elif kind[c] == _REPRESENTATIVE:
