@@ -55,10 +55,30 @@ def _acg_newton(lam):
     return b
 
 
-def log_acceptance(t: np.ndarray, q: int, b: float) -> np.ndarray:
+@njit(cache=True, error_model="numpy")
+def log_acceptance(t, q, b):
     """log of  exp(-t) (x^T Omega x)^(q/2) e^((q-b)/2) (b/q)^(q/2)  with t = x^T A x and
     x^T Omega x = 1 + 2t/b (Omega = I + 2A/b). It is <= 0, with equality at t = (q - b)/2."""
     return -t + 0.5 * q * np.log1p(2.0 * t / b) + 0.5 * (q - b) + 0.5 * q * math.log(b / q)
+
+
+@njit(cache=True, error_model="numpy")
+def _screen(z, scale, lam, log_u, q, b):
+    """The ACG proposals z * scale (rows) normalised onto the sphere in place, and which of them
+    pass the acceptance test log u < log_acceptance (one pass, no temporaries)."""
+    accept = np.empty(len(z), dtype=np.bool_)
+    for i in range(len(z)):
+        norm2 = 0.0
+        for j in range(q):
+            z[i, j] *= scale[j]
+            norm2 += z[i, j] * z[i, j]
+        norm = math.sqrt(norm2)
+        t = 0.0
+        for j in range(q):
+            z[i, j] /= norm
+            t += z[i, j] * z[i, j] * lam[j]
+        accept[i] = log_u[i] < log_acceptance(t, q, b)
+    return accept
 
 
 def sample_bingham_eigen(lam, rng: np.random.Generator, size: int, *,
@@ -81,10 +101,8 @@ def sample_bingham_eigen(lam, rng: np.random.Generator, size: int, *,
                 f"(acceptance {accepted / proposals:.2e}); raise max_proposals or check A"
             )
         batch = int(min(max_proposals - proposals, max(8, 1.5 * (size - filled) / rate)))
-        z = rng.standard_normal((batch, q)) * scale
-        x = z / np.linalg.norm(z, axis=1, keepdims=True)
-        t = (x * x) @ lam
-        accept = np.log(rng.uniform(size=batch)) < log_acceptance(t, q, b)
+        x = rng.standard_normal((batch, q))
+        accept = _screen(x, scale, lam, np.log(rng.uniform(size=batch)), q, b)
         proposals += batch
         accepted += int(accept.sum())
         take = x[accept][: size - filled]  # surplus acceptances are dropped (iid, so still exact)

@@ -80,7 +80,7 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
         thetas[:, s:e] = basis @ Yt.T
         if e < d:
             if subtract is None:
-                basis = basis @ _next_eigenbasis(spectra[s], Yt, spectra[e], probe)
+                basis = _next_basis(basis, spectra[s], Yt, spectra[e], probe)
             else:
                 basis = basis @ _next_eigenbasis_kt(spectra[s], Yt, subtract[s:e], spectra[e], probe)
         s = e
@@ -109,39 +109,50 @@ def _accumulate_block(draws, step_vectors, s: int, e: int):
     return Yt, None
 
 
-def _aligned(nu: np.ndarray, N: np.ndarray, mu_s: np.ndarray, mu_e: np.ndarray, probe: np.ndarray):
+def _aligned(nu: np.ndarray, N: np.ndarray, projection: np.ndarray, mu_s: np.ndarray, mu_e: np.ndarray):
     """The fresh eigenbasis N (eigenvalues nu ascending) with the chain's signs: P 1 = N diag(signs) 1
-    for P the chain's basis, so signs = sign(N^T P 1); its eigenvalues must be the chain's."""
+    for P the chain's basis, so signs = sign(N^T P 1) (``projection``); its eigenvalues must be the
+    chain's."""
     scale = max(float(np.max(np.abs(mu_s))), float(np.max(np.abs(mu_e))), np.finfo(float).tiny)
     if not np.allclose(nu, mu_e, rtol=0, atol=1e-8 * scale):
         raise FloatingPointError(f"eigenvalues of the block's update drifted from the secular chain by "
                                  f"{np.max(np.abs(nu - mu_e)) / scale:.1e} (relative)")
-    N *= np.where(N.T @ probe >= 0, 1.0, -1.0)
+    N *= np.where(projection >= 0, 1.0, -1.0)
     return N
 
 
-def _next_eigenbasis(mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.ndarray, probe: np.ndarray) -> np.ndarray:
-    """Projection: C_e's eigenvectors in C_s's eigenbasis (q_s x q_e), diag(mu_s) compressed to the
-    complement of the block's thetas (rows of Yt), diagonalised afresh."""
+def _next_basis(basis: np.ndarray, mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.ndarray,
+                probe: np.ndarray) -> np.ndarray:
+    """Projection: C_e's eigenbasis (d x q_e) from C_s's (``basis``, d x q_s): diag(mu_s) compressed
+    to the complement of the block's thetas (rows of Yt), diagonalised afresh."""
     k, q = Yt.shape
-    # Householder QR of the block's thetas: Q = H_1 ... H_k, its last q - k columns span the
-    # complement; Q^T diag(mu_s) Q and Q [0; E] are applied in O(q^2 k) (LAPACK ormqr).
+    # Householder QR of the block's thetas in compact WY form, Q = H_1 ... H_k = I - V T V^T
+    # (T^-1 = diag(1/tau) + strictly upper part of V^T V); Q's last q - k columns span the complement.
     qr, tau, _, info = scipy.linalg.lapack.dgeqrf(Yt.T)
-    lwork = 64 * q
-    M, _, info2 = scipy.linalg.lapack.dormqr("L", "T", qr, tau, np.diag(mu_s), lwork)
-    M, _, info3 = scipy.linalg.lapack.dormqr("R", "N", qr, tau, M, lwork)
-    nu, E = np.linalg.eigh(M[k:, k:])
-    N, _, info4 = scipy.linalg.lapack.dormqr("L", "N", qr, tau, np.vstack([np.zeros((k, q - k)), E]), lwork)
-    if info or info2 or info3 or info4:
-        raise np.linalg.LinAlgError("LAPACK geqrf/ormqr failed on the block's thetas")
-    return _aligned(nu, N, mu_s, mu_e, probe)
+    if info:
+        raise np.linalg.LinAlgError("LAPACK geqrf failed on the block's thetas")
+    V = np.tril(qr, -1)
+    V[np.diag_indices(k)] = 1.0
+    T_inv = np.triu(V.T @ V, 1)
+    T_inv[np.diag_indices(k)] = 1 / tau
+    T = scipy.linalg.solve_triangular(T_inv, np.eye(k))
+    # Q^T D Q = D - G V^T - V G^T with G = D V T - V T^T (V^T D V) T / 2: its trailing block by one
+    # symmetric rank-2k update (lower triangle, what eigh reads).
+    DV = mu_s[:, None] * V
+    G = DV @ T - 0.5 * V @ (T.T @ (V.T @ DV) @ T)
+    M = scipy.linalg.blas.dsyr2k(-1.0, G[k:], V[k:], beta=1.0, c=np.diag(mu_s[k:]), lower=1, overwrite_c=1)
+    nu, E = np.linalg.eigh(M, UPLO="L")
+    # The new basis is (basis Q)[:, k:] E, and the probe's coordinates in it are E^T (Q^T probe)[k:].
+    TV2 = T @ V[k:].T
+    E = _aligned(nu, E, E.T @ (probe[k:] - TV2.T @ (V.T @ probe)), mu_s, mu_e)
+    return (basis[:, k:] - (basis @ V) @ TV2) @ E
 
 
 def _next_eigenbasis_kt(mu_s, Yt, lambdas, mu_e, probe) -> np.ndarray:
     """KT: C_e's eigenvectors in C_s's eigenbasis, diag(mu_s) - sum_i lambda^_i t_i t_i^T over the
     block's thetas t_i (rows of Yt), diagonalised afresh."""
     nu, E = np.linalg.eigh(np.diag(mu_s) - (Yt.T * lambdas) @ Yt)
-    return _aligned(nu, E, mu_s, mu_e, probe)
+    return _aligned(nu, E, E.T @ probe, mu_s, mu_e)
 
 
 def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:
