@@ -77,11 +77,11 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     while s < d:
         e = min(s + block, d)
         Yt, probe = _accumulate_block(draws, step_vectors, s, e)
-        thetas[:, s:e] = basis @ Yt.T
-        if e < d:
-            if subtract is None:
-                basis = _next_basis(basis, spectra[s], Yt, spectra[e], probe)
-            else:
+        if e < d and subtract is None:
+            thetas[:, s:e], basis = _next_basis(basis, spectra[s], Yt, spectra[e], probe)
+        else:
+            thetas[:, s:e] = basis @ Yt.T
+            if e < d:
                 basis = basis @ _next_eigenbasis_kt(spectra[s], Yt, subtract[s:e], spectra[e], probe)
         s = e
     if subtract is None:
@@ -122,9 +122,10 @@ def _aligned(nu: np.ndarray, N: np.ndarray, projection: np.ndarray, mu_s: np.nda
 
 
 def _next_basis(basis: np.ndarray, mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.ndarray,
-                probe: np.ndarray) -> np.ndarray:
-    """Projection: C_e's eigenbasis (d x q_e) from C_s's (``basis``, d x q_s): diag(mu_s) compressed
-    to the complement of the block's thetas (rows of Yt), diagonalised afresh."""
+                probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Projection: the block's thetas (basis Yt^T) and C_e's eigenbasis (d x q_e) from C_s's
+    (``basis``, d x q_s): diag(mu_s) compressed to the complement of the block's thetas (rows of
+    Yt), diagonalised afresh."""
     k, q = Yt.shape
     # Householder QR of the block's thetas in compact WY form, Q = H_1 ... H_k = I - V T V^T
     # (T^-1 = diag(1/tau) + strictly upper part of V^T V); Q's last q - k columns span the complement.
@@ -142,10 +143,13 @@ def _next_basis(basis: np.ndarray, mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.nd
     G = DV @ T - 0.5 * V @ (T.T @ (V.T @ DV) @ T)
     M = scipy.linalg.blas.dsyr2k(-1.0, G[k:], V[k:], beta=1.0, c=np.diag(mu_s[k:]), lower=1, overwrite_c=1)
     nu, E = np.linalg.eigh(M, UPLO="L")
-    # The new basis is (basis Q)[:, k:] E, and the probe's coordinates in it are E^T (Q^T probe)[k:].
+    # basis Q = basis - (basis V) T V^T: the thetas are its first k columns times R (Yt^T = Q R), the
+    # new basis its last q - k columns times E; the probe's coordinates in it are E^T (Q^T probe)[k:].
+    BV = basis @ V
     TV2 = T @ V[k:].T
     E = _aligned(nu, E, E.T @ (probe[k:] - TV2.T @ (V.T @ probe)), mu_s, mu_e)
-    return (basis[:, k:] - (basis @ V) @ TV2) @ E
+    thetas = (basis[:, :k] - BV @ (T @ V[:k].T)) @ np.triu(qr[:k])
+    return thetas, (basis[:, k:] - BV @ TV2) @ E
 
 
 def _next_eigenbasis_kt(mu_s, Yt, lambdas, mu_e, probe) -> np.ndarray:
