@@ -74,6 +74,39 @@ def test_secular_compression_is_scale_free(scale):
         assert np.allclose(new_mu / scale, reference_mu, rtol=1e-13, atol=1e-300)
 
 
+@pytest.mark.parametrize("spectrum", ["gamma", "zipf", "clustered"])
+def test_secular_far_field_against_eigh(spectrum):
+    """At q = 500 most poles enter the secular sums through far-field expansions (GROUP roots share
+    FAR_TERMS Taylor coefficients): the eigenvalues must still match eigh, and the eigenvectors
+    stay orthonormal eigenvectors, for the compression and for KT's rank-one update."""
+    from mechanisms import secular
+    rng = np.random.default_rng(len(spectrum))
+    q = 500
+    assert q - 1 > 4 * secular.GROUP and q > 2 * secular.MIN_FAR  # the far-field path is taken
+    if spectrum == "gamma":
+        mu = rng.gamma(0.5, size=q) * 1000
+    elif spectrum == "zipf":
+        mu = 1e4 / np.arange(1, q + 1) ** 2.5 + rng.uniform(0, 1e-6, q)
+    else:
+        mu = np.repeat(rng.uniform(0, 10, q // 5), 5) + rng.uniform(0, 1e-9, q)
+    mu = np.sort(mu)
+    u = rng.standard_normal(q)
+    u[::11] *= 1e-9  # roots hugging their poles
+    u /= np.linalg.norm(u)
+    scale = mu.max()
+    new_mu, W = compress_sorted(mu, u)
+    assert np.allclose(new_mu, compressed_spectrum(mu, u), rtol=0, atol=1e-12 * scale)
+    assert np.allclose(W.T @ W, np.eye(q - 1), atol=1e-12)
+    assert np.allclose(W.T @ np.diag(mu) @ W, np.diag(new_mu), rtol=0, atol=1e-12 * scale)
+    for rho in (0.3 * scale, -2.0 * scale):  # (the direct sums give the same 3e-12 on "clustered")
+        new_mu, Wt = rank_one_update(mu, u, rho)
+        A = np.diag(mu) + rho * np.outer(u, u)
+        norm = scale + abs(rho)
+        assert np.allclose(new_mu, np.linalg.eigvalsh(A), rtol=0, atol=1e-11 * norm)
+        assert np.allclose(Wt @ Wt.T, np.eye(q), atol=1e-12)
+        assert np.allclose(Wt @ A @ Wt.T, np.diag(new_mu), rtol=0, atol=1e-11 * norm)
+
+
 def test_compressions_match_the_pseudocode(monkeypatch):
     """Steps 2b-2c by Householder updates must leave C_i = P_i C P_i^T. With a sampler that always
     returns the top eigenvector of C_i, the thetas must be C's eigenvectors in descending order
