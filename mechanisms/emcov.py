@@ -47,6 +47,8 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     # KT: C_(i+1) = C_i - lambda^_i theta_i theta_i^T, in C_i's eigenbasis diag(mu_i) - lambda^_i
     # u_i u_i^T. Either way mu_(i+1) comes from a secular equation (mechanisms/secular.py, O(q^2)),
     # so the chain of draws runs on eigenvalues alone ...
+    if eigen is not None and eigen[1].shape != C.shape:
+        raise ValueError(f"eigen= is the eigh of a {eigen[1].shape} matrix, C is {C.shape}")
     mu, basis = np.linalg.eigh(C) if eigen is None else eigen
     draws, steps, spectra = [], [], [mu]
     for i in range(d):
@@ -127,16 +129,19 @@ def _next_basis(basis: np.ndarray, mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.nd
     (``basis``, d x q_s): diag(mu_s) compressed to the complement of the block's thetas (rows of
     Yt), diagonalised afresh."""
     k, q = Yt.shape
-    # Householder QR of the block's thetas in compact WY form, Q = H_1 ... H_k = I - V T V^T
-    # (T^-1 = diag(1/tau) + strictly upper part of V^T V); Q's last q - k columns span the complement.
+    # Householder QR of the block's thetas in compact WY form, Q = H_1 ... H_k = I - V T V^T (T upper
+    # triangular, built column by column as LAPACK's dlarft does; tau_i = 0, H_i = I, is allowed);
+    # Q's last q - k columns span the complement.
     qr, tau, _, info = scipy.linalg.lapack.dgeqrf(Yt.T)
     if info:
         raise np.linalg.LinAlgError("LAPACK geqrf failed on the block's thetas")
     V = np.tril(qr, -1)
     V[np.diag_indices(k)] = 1.0
-    T_inv = np.triu(V.T @ V, 1)
-    T_inv[np.diag_indices(k)] = 1 / tau
-    T = scipy.linalg.solve_triangular(T_inv, np.eye(k))
+    VtV = V.T @ V
+    T = np.zeros((k, k))
+    for i in range(k):
+        T[i, i] = tau[i]
+        T[:i, i] = -tau[i] * (T[:i, :i] @ VtV[:i, i])
     # Q^T D Q = D - G V^T - V G^T with G = D V T - V T^T (V^T D V) T / 2: its trailing block by one
     # symmetric rank-2k update (lower triangle, what eigh reads).
     DV = mu_s[:, None] * V
@@ -167,12 +172,13 @@ def _check_unit_scale(problem: CovProblem) -> tuple[np.ndarray, float]:
 
 def _release(values: np.ndarray, thetas: np.ndarray, back: float, orthonormal: bool = True) -> Spectral | np.ndarray:
     """Step 3: C^ = sum lambda^_i theta_i theta_i^T, rescaled to Sigma. The projection's thetas are
-    orthonormal by construction (kept factored; a fixed probe checks it in O(d^2), not a d^3 Gram
-    matrix); KT's (orthonormal=False) need not be."""
+    orthonormal by construction (kept factored; fixed probes check it in O(d^2) as a smoke test, not
+    a d^3 Gram matrix -- the tests check the Gram matrix); KT's (orthonormal=False) need not be."""
     if not orthonormal:
         return (thetas * (values * back)) @ thetas.T
-    probe = np.full(len(values), 1 / math.sqrt(len(values)))
-    if not np.allclose(thetas.T @ (thetas @ probe), probe, rtol=0, atol=1e-8):
+    # Theta^T Theta P = P for four fixed +-1 probes (a fixed generator of their own, not the release's).
+    probes = np.random.default_rng(0).choice([-1.0, 1.0], size=(len(values), 4)) / math.sqrt(len(values))
+    if not np.allclose(thetas.T @ (thetas @ probes), probes, rtol=0, atol=1e-8):
         raise FloatingPointError("the sampled eigenvectors lost orthonormality")
     return Spectral(values * back, thetas)
 

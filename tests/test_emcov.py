@@ -123,8 +123,33 @@ def test_compressions_match_the_pseudocode(monkeypatch):
     values = np.array([9.0, 7.0, 5.0, 3.0, 2.0, 1.0, 0.5])
     C = R @ np.diag(values) @ R.T
     for subtract in (None, values):
-        thetas = sample_eigenvectors(C, np.ones(7), np.random.default_rng(0), subtract=subtract)
-        assert np.allclose(np.abs(np.sum(thetas * R, axis=0)), 1.0, atol=1e-8)
+        for block in (None, 1, 2, 3):  # axis-aligned draws: Householder reflectors with tau = 0
+            thetas = sample_eigenvectors(C, np.ones(7), np.random.default_rng(0), subtract=subtract,
+                                         block=block)
+            assert np.allclose(np.abs(np.sum(thetas * R, axis=0)), 1.0, atol=1e-8)
+
+
+def test_shared_eigh_is_the_one_each_release_computed():
+    """CovProblem.unit_gram_eigh replaces the eigh of C = X^T X (unit ball) each release used to
+    compute: the same numbers bit for bit, and read-only (shared by the trials)."""
+    from mechanisms.emcov import _check_unit_scale
+    problem = CovProblem.from_rows(unit_rows(300, 9, 5) * 0.7, radius=0.8)
+    C, _ = _check_unit_scale(problem)
+    values, vectors = problem.unit_gram_eigh
+    reference = np.linalg.eigh(C)
+    assert np.array_equal(values, reference[0]) and np.array_equal(vectors, reference[1])
+    assert problem.unit_gram_eigh[1] is vectors and not vectors.flags.writeable
+    with pytest.raises(ValueError, match="eigen="):
+        sample_eigenvectors(C, np.ones(9), np.random.default_rng(0), eigen=np.linalg.eigh(C[:5, :5]))
+
+
+def test_compression_of_a_subnormal_spectrum_stays_finite():
+    rng = np.random.default_rng(8)
+    mu = np.sort(rng.exponential(1.0, 30)) * 1e-310
+    u = rng.standard_normal(30)
+    u /= np.linalg.norm(u)
+    new_mu, W = compress_sorted(mu, u)
+    assert np.all(np.isfinite(new_mu)) and np.all(np.isfinite(W))
 
 
 @pytest.mark.parametrize("mechanism, budget", [("emcov", ZCDP(0.5)), ("itu", PureDP(1.0)),
