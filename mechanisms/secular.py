@@ -25,7 +25,7 @@ from numba import njit
 EPS = np.finfo(float).eps
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@njit(cache=True, inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
 def _pole_sums(poles, z2, base, tau):
     """sum_j z2_j / delta_j and sum_j z2_j / delta_j^2, delta_j = (poles_j - base) - tau, all delta_j of
     one sign (the poles on one side of the root). Terms are taken in pairs sharing one division,
@@ -60,7 +60,7 @@ def _pole_sums(poles, z2, base, tau):
 GROUP, FAR_RATIO, FAR_TERMS, MIN_FAR = 16, 6.0, 21, 128
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@njit(cache=True, inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
 def _far_coefficients(poles, z2, centre, out):
     """out[p] = sum_j z2_j / (poles_j - centre)^(p+1): the Taylor coefficients about the centre of
     sum_j z2_j / (poles_j - x)."""
@@ -74,7 +74,7 @@ def _far_coefficients(poles, z2, centre, out):
         out[p] = total
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _far_sums(left, right, delta):
     """At centre + delta, from the coefficients c_p of the far poles below (left) and above (right):
     each side's sum_p c_p delta^p and its derivative sum_p (p+1) c_(p+1) delta^p, as four
@@ -90,7 +90,7 @@ def _far_sums(left, right, delta):
     return value_l, slope_l, value_r, slope_r
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@njit(cache=True, inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
 def _secular_root(mu, z2, k, tol, const, near_lo, near_hi, centre, far_left, far_right):
     """Root of const + sum_j z2_j / (mu_j - x) = 0 in (mu_k, mu_k+1) (const >= 0); returns
     (origin index, tau) with x = mu[origin] + tau, so mu_j - x = (mu_j - mu[origin]) - tau is
@@ -176,7 +176,7 @@ def _householder(u, start, end):
     return v, sign
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 def _compress_values(mu, u, tol_mu, tol_u, rho):
     """Deflation and secular roots: the q - 1 eigenvalues of diag(mu) compressed to u's complement
     (rho = 0), or the q eigenvalues of diag(mu) + rho u u^T (rho > 0), unsorted, and a description
@@ -293,7 +293,7 @@ def _compress_values(mu, u, tol_mu, tol_u, rho):
             rep_end[:nrep], idx[:m], smu[:m], z[:m], base, taus, rho)
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@njit(cache=True, inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
 def _ratio_product(root_base, root_tau, poles, pole):
     """prod_l ((root_base_l - pole) + root_tau_l) / (poles_l - pole): Loewner's ratios, each in (0, 1]
     by interlacing, two to a division (see _pole_sums)."""
@@ -308,7 +308,7 @@ def _ratio_product(root_base, root_tau, poles, pole):
     return prod
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@njit(cache=True, inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
 def _cauchy_column(zhat, poles, base, tau, out):
     """out_j = zhat_j / ((poles_j - base) - tau), two to a division (see _pole_sums); returns |out|^2."""
     n = len(poles)
