@@ -60,6 +60,20 @@ def _pole_sums(poles, z2, base, tau):
 GROUP, FAR_RATIO, FAR_TERMS, MIN_FAR = 16, 6.0, 21, 128
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _group_near_range(poles, first, last):
+    """(centre, near_lo, near_hi) for the roots first..last-1, which lie in (poles[first],
+    poles[last]): the poles near_lo:near_hi are within FAR_RATIO group radii of the centre and are
+    summed directly; all of them when fewer than MIN_FAR would be far."""
+    centre = 0.5 * (poles[first] + poles[last])
+    reach = FAR_RATIO * 0.5 * (poles[last] - poles[first])
+    near_lo = np.searchsorted(poles, centre - reach)
+    near_hi = np.searchsorted(poles, centre + reach, side="right")
+    if near_lo + len(poles) - near_hi < MIN_FAR:
+        return centre, 0, len(poles)
+    return centre, near_lo, near_hi
+
+
 @njit(cache=True, inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
 def _far_coefficients(poles, z2, centre, out):
     """out[p] = sum_j z2_j / (poles_j - centre)^(p+1): the Taylor coefficients about the centre of
@@ -272,14 +286,9 @@ def _compress_values(mu, u, tol_mu, tol_u, rho):
         far_left = np.empty(FAR_TERMS)
         far_right = np.empty(FAR_TERMS)
         for first in range(0, nroots, GROUP):
-            last = min(first + GROUP, nroots)  # these roots lie in (poles[first], poles[last])
-            centre = 0.5 * (poles[first] + poles[last])
-            reach = FAR_RATIO * 0.5 * (poles[last] - poles[first])
-            near_lo = np.searchsorted(poles, centre - reach)
-            near_hi = np.searchsorted(poles, centre + reach, side="right")
-            if near_lo + len(poles) - near_hi < MIN_FAR:
-                near_lo, near_hi = 0, len(poles)
-            else:
+            last = min(first + GROUP, nroots)
+            centre, near_lo, near_hi = _group_near_range(poles, first, last)
+            if near_lo > 0 or near_hi < len(poles):
                 _far_coefficients(poles[:near_lo], z2[:near_lo], centre, far_left)
                 _far_coefficients(poles[near_hi:], z2[near_hi:], centre, far_right)
             for k in range(first, last):

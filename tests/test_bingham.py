@@ -118,7 +118,7 @@ def test_compiled_screen_gives_the_vectorised_sampler_draws():
 
     def numpy_form(lam, rng, size):
         lam = lam - lam.min()
-        q, b = len(lam), acg_parameter(lam - lam.min())
+        q, b = len(lam), acg_parameter(lam)
         scale = 1.0 / np.sqrt(1.0 + 2.0 * lam / b)
         out, rate, proposals, accepted = [], 0.5, 0, 0
         while len(out) < size:
