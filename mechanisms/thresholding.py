@@ -11,6 +11,7 @@ which is the paper's second term with the paper's sd replaced by the one actuall
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -23,6 +24,7 @@ from .problem import CovProblem
 from .spectral import Spectral
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of public values, asked for once per release
 def analytic_gaussian_sigma(sensitivity: float, budget: ApproxDP) -> float:
     """Smallest sigma with Phi(D/2s - eps s/D) - e^eps Phi(-D/2s - eps s/D) <= delta
     (Balle & Wang 2018, Theorem 8): N(0, sigma^2) noise is then (eps, delta)-DP for every eps."""

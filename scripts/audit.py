@@ -1,17 +1,22 @@
-"""Audit one mechanism black-box (and white-box when its noise formula is known) from the command line.
+"""Audit a mechanism's privacy claim black-box: pair search, learned attack, confirmation on fresh runs.
 
-    python scripts/audit.py NAME [--options JSON] [--budget rho=0.5 | eps=1 | eps=1,delta=1e-5]
-                                 [--profile gaussian|dp] [--pair swap_values [--n 1000]] [-T 2000]
-                                 [--factors 1,0.67,0.5]
+    python scripts/audit.py NAME [--budget rho=0.5 | eps=1 | eps=1,delta=1e-5] [--options JSON]
+                                 [--seconds 240] [--alpha 0.05] [--confirmations 3] [--gaussian]
+                                 [--n-jobs -1] [--seed 0] [--runs N] [--factors 1,0.67] [--white-box]
 
-NAME is anything ``mechanisms.registry.get_mechanism`` accepts (a registered name, or a plug-in); the
-mechanism is only ever run through ``mechanisms.registry.release``. Prints, per noise factor c (the
-copy run at the budget of its notion whose canonical mechanism has noise x c; c = 1 is the mechanism
-itself), the audited lower bound against the claim and whether the claim is exceeded. The exit status
-is 1 when the mechanism itself (c = 1) exceeds its claim. Method: tests/privacy/audit.py.
+NAME: a registered mechanism, a configured line of the audit registry (e.g. g16, ad_published), or a
+plug-in ('package.module:function', its directory on PYTHONPATH). The mechanism is only ever run through
+``mechanisms.registry.release``. The audit (audits/blackbox.py) searches neighbouring datasets, trains
+a classifier to tell their releases apart, chooses the event and the point of the claim's privacy
+profile on selection runs and confirms it on fresh runs. It prints the worst pair, the event and the
+lower bound against the claim, and exits with status 1 when the claim is exceeded. The confidence
+(1 - alpha) covers the whole search: a mechanism that meets its claim is flagged at most at rate alpha.
 
-``--profile gaussian`` audits against the exact Gaussian profile (mu-GDP), valid only for a
-post-processed Gaussian mechanism; ``dp`` (the default for unknown mechanisms) audits (eps, delta).
+--gaussian: the mechanism is a post-processed Gaussian mechanism, audited against its exact mu-GDP
+profile (more power; registered Gaussian lines use it by default). --runs N fixes the runs per dataset
+(identical numbers for any --n-jobs) instead of sizing them by the time budget. --factors (registered
+lines): also audit the under-noised copies (noise x c); --white-box: the noise fit against the
+paper's formula (registered lines).
 """
 from __future__ import annotations
 
@@ -23,11 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "privacy"))
 
-import audit  # noqa: E402
-from mechanisms.registry import get_mechanism  # noqa: E402
+from audits import lines  # noqa: E402
+from audits.blackbox import SWEEP_BUDGETS  # noqa: E402
 from experiments.config import budget_from_params  # noqa: E402
+from mechanisms.registry import get_mechanism  # noqa: E402
 
 
 def parse_budget(text: str):
@@ -37,45 +42,82 @@ def parse_budget(text: str):
         key, _, value = part.partition("=")
         if not value:
             raise SystemExit(f"--budget: expected key=value, got {part!r}")
-        point[key.strip()] = float(value)
+        try:
+            point[key.strip()] = float(value)
+        except ValueError:
+            raise SystemExit(f"--budget: {key.strip()} must be a number, got {value!r}") from None
     return budget_from_params(point)
+
+
+def _registered_line(name: str):
+    try:
+        return lines.audit_line(name)
+    except KeyError:
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("name")
-    parser.add_argument("--options", default="{}", help="mechanism options as JSON")
-    parser.add_argument("--budget", default=None, help="claimed budget (default: rho=0.5, eps=1 or eps=1,delta=1e-5)")
-    parser.add_argument("--profile", choices=["gaussian", "dp"], default=None)
-    parser.add_argument("--pair", default=None, help="neighbour pair (default: the mechanism's audit pairs)")
-    parser.add_argument("--n", type=int, default=1000, help="rows of the neighbour pair given by --pair")
-    parser.add_argument("-T", type=int, default=2000, help="runs per dataset")
-    parser.add_argument("--calibration-T", type=int, default=300, help="runs of the white-box fit")
-    parser.add_argument("--factors", default="1,0.67,0.5", help="noise factors c to audit")
+    parser.add_argument("--options", default=None, help="mechanism options as JSON")
+    parser.add_argument("--budget", default=None, help="claimed budget (default: the line's, or rho=0.5, eps=1 "
+                                                       "or eps=1,delta=1e-5 by the mechanism's notion)")
+    parser.add_argument("--seconds", type=float, default=240.0, help="time budget of the audit (default 240)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence of the whole search")
+    parser.add_argument("--confirmations", type=int, default=3, help="pairs confirmed at most (Bonferroni)")
+    parser.add_argument("--gaussian", action="store_true", help="audit against the exact Gaussian profile")
+    parser.add_argument("--n-jobs", type=int, default=-1, help="worker processes (default: all cores)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runs", type=int, default=None, help="fixed runs per dataset (instead of --seconds)")
+    parser.add_argument("--factors", default="1", help="noise factors c to audit (registered lines)")
+    parser.add_argument("--white-box", action="store_true", help="also fit the noise (registered lines)")
+    parser.add_argument("--quiet", action="store_true", help="print only the result")
     args = parser.parse_args(argv)
 
-    mechanism = get_mechanism(args.name)
-    options = json.loads(args.options)
-    budget = parse_budget(args.budget) if args.budget else audit.DEFAULT_BUDGETS[mechanism.notion]
-    line = audit.line_for(args.name, args.name, options, budget, "command line")
-    if args.profile:
-        line = dataclasses.replace(line, profile=args.profile)
-    pairs = [(args.pair, args.n)] if args.pair else list(line.pairs)
+    mechanism = get_mechanism(args.name)  # a clear error for an unknown name or a broken plug-in
+    line = _registered_line(args.name)
+    options = json.loads(args.options) if args.options else None
+    if line is None:
+        budget = parse_budget(args.budget) if args.budget else lines.DEFAULT_BUDGETS[mechanism.notion]
+        line = lines.line_for(args.name, args.name, options or {}, budget, "command line")
+        line = dataclasses.replace(line, profile="gaussian" if args.gaussian else "dp")
+    else:
+        line = dataclasses.replace(line, options={**line.options, **(options or {})})
+        if args.budget:
+            line = dataclasses.replace(line, budget=parse_budget(args.budget))
+        if args.gaussian:
+            line = dataclasses.replace(line, profile="gaussian")
     factors = [float(c) for c in args.factors.split(",")]
-    print(f"{args.name} ({mechanism.label}), options {options}, claim {budget}, profile {line.profile}")
+    if any(c != 1 for c in factors) and mechanism.plugin:
+        raise SystemExit("--factors: under-noised copies exist for registered mechanisms only")
+    log = None if args.quiet else (lambda text: print("  " + text, flush=True))
+    print(f"{args.name} ({mechanism.label}), options {line.options}, claim {line.budget}")
+    # the claim at every budget: without --budget a registered mechanism or plug-in is audited at its
+    # notion's default budget and at a small and a large one (SWEEP_BUDGETS); a configured line at its own
+    budgets = None if (args.budget or line.source.endswith("variants") or line.source.endswith("mechanism_options")) \
+        else list(SWEEP_BUDGETS[mechanism.notion])
     failed = False
-    for pair in pairs:
+    for c in factors:
+        if c != 1:
+            print(f"copy with noise x {c:g}:")
+        reports = lines.search(line, c, seconds=args.seconds, seed=args.seed, n_jobs=args.n_jobs, alpha=args.alpha,
+                               confirmations=args.confirmations, runs=args.runs, log=log, budgets=budgets)
+        for report in reports:
+            print(report.describe(), flush=True)
+        exceeded = any(r.exceeded for r in reports)
+        worst = [r for r in reports if r.exceeded][:1]
+        print(f"==> {args.name}{f' x{c:g}' if c != 1 else ''}: "
+              + (f"EXCEEDS its claim at {worst[0].claim.budget}" if exceeded else
+                 f"no evidence against its claim at {', '.join(str(r.claim.budget) for r in reports)}")
+              + f" (confidence {1 - args.alpha:.0%} over the whole audit)", flush=True)
+        failed |= c == 1 and exceeded
+    if args.white_box and line.calibration is not None:
         for c in factors:
-            result = audit.black_box(line, args.T, c, pair=pair, seed=args.seed)
-            failed |= c == 1 and result.exceeded
-            print(("EXCEEDS " if result.exceeded else "ok      ") + result.describe(), flush=True)
-    if line.calibration is not None:
-        for c in factors:
-            for result in audit.calibrate(line, args.calibration_T, c, seed=args.seed):
+            for result in lines.calibrate(line, 300, c, seed=args.seed):
                 print(("LOW     " if result.caught else "ok      ") + result.describe(), flush=True)
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+

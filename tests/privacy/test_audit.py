@@ -1,6 +1,7 @@
 """Privacy audits (issues #9, #16): the audited lower bounds never exceed a line's claim, the white-box
 noise fits match the papers' formulas, and the audits catch under-noised copies (they have power).
-Method and registry: tests/privacy/audit.py; the power table: scripts/audit_power.py.
+Method and registry: audits/lines.py (the search audit: audits/blackbox.py, tests/privacy/test_blackbox.py);
+the power table: scripts/audit_power.py.
 
 Fast suite: every audit line (registered mechanism or configured variant) once, black-box within its
 claim on its first neighbour pair; its white-box fit matches the formula and catches noise x 0.5;
@@ -16,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-import audit as A
+from audits import lines as A
 from mechanisms.privacy import ApproxDP, PureDP, ZCDP
 from mechanisms.registry import MECHANISMS
 

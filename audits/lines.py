@@ -1,20 +1,14 @@
-"""Privacy audits of the registered mechanisms and every configured variant (issues #9, #16).
+"""The audit registry: every registered mechanism and configured variant as an audit line, its
+fixed-pair and search black-box audits, its white-box noise fit, and its under-noised copies.
 
-Two kinds of audit, both run on *under-noised copies* too, so that we know what they can catch:
+Black-box, fixed pair (``black_box``, the fast suite's): T runs of the mechanism (through
+``mechanisms.registry.release`` only) on the line's own neighbouring datasets, a few statistics of every
+output, the event chosen on half the runs and bounded on the held-out half (audits.bounds), against the
+whole profile of the line's claim (``line_claim``: the Renyi region of zCDP, pure eps, the (eps, delta)
+point, or the exact Gaussian profile for the lines that are post-processed Gaussian mechanisms).
 
-Black-box (``black_box``): T runs of the mechanism (through ``mechanisms.registry.release`` only) on
-each of two neighbouring datasets X, X' (replace-one: same n, one row changed), a scalar statistic of
-every output, and a lower bound that holds with confidence 1 - ALPHA. The first half of the runs picks
-the statistic, the tail and the threshold; the held-out second half gives one-sided Clopper-Pearson
-bounds on the two error rates of that test (alpha/2 each):
-
-- profile "gaussian" (a post-processed Gaussian mechanism): mu-GDP means every test has
-  FNR >= Phi(Phi^-1(1 - FPR) - mu), so  mu_lb = Phi^-1(1 - FPR_upper) - Phi^-1(FNR_upper)  is a lower
-  bound on mu, checked against the exact Gaussian profile of the claim: rho-zCDP Gaussian <=> mu-GDP
-  with mu = sqrt(2 rho); an (eps, delta) claim <=> the mu whose profile passes through (eps, delta).
-- profile "dp": eps_lb = ln((p1_lower - delta) / p0_upper) against the claim's eps at delta: pure eps-DP
-  at delta = 1/T; zCDP converted at delta = 1/T by the Renyi conversion of dp-accounting (tighter than
-  ours); (eps, delta)-DP at its own delta.
+Black-box, search (``search``): audits.blackbox.audit on the line: pair search over every family,
+the learned attack, confirmation on fresh runs (what a plug-in gets from scripts/audit.py).
 
 White-box (``calibrate``): the mechanism on a dataset where its noise is observable (large n, so that
 thresholds, projections and clamps are inactive), T runs, the noise's variance fitted per noise step and
@@ -40,8 +34,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-import sys
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -49,49 +43,29 @@ import numpy as np
 import yaml
 from scipy.optimize import brentq
 from scipy.special import i0e, i1e
-from scipy.stats import beta as beta_dist
 from scipy.stats import chi2
 from scipy.stats import norm
 
-if __package__ in (None, ""):  # run as a script: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from mechanisms import stable as stable_module
+from mechanisms import thresholding
+from mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
+from mechanisms.problem import CovProblem
+from mechanisms.registry import get_mechanism, release
+from mechanisms.regression import RidgeTask
+from mechanisms.spectral import as_matrix
 
-from mechanisms import stable as stable_module  # noqa: E402
-from mechanisms import thresholding  # noqa: E402
-from mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing  # noqa: E402
-from mechanisms.problem import CovProblem  # noqa: E402
-from mechanisms.registry import get_mechanism, release  # noqa: E402
-from mechanisms.regression import RidgeTask  # noqa: E402
-from mechanisms.spectral import as_matrix  # noqa: E402
+from .blackbox import DEFAULT_BUDGETS, AuditReport, audit, audit_sweep
+from .bounds import (Bound, Claim, choose_event, claimed_mu, confirm, cp_lower, cp_upper, gaussian_delta,  # noqa: F401
+                     gaussian_mu, split_bound)
+from .pairs import Reference
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 ALPHA = 0.05  # 1 - confidence of every audited bound
 FACTORS = (0.8, 0.67, 0.5)  # noise scale of the under-noised copies
-DEFAULT_BUDGETS = {ZCDP: ZCDP(0.5), PureDP: PureDP(1.0), ApproxDP: ApproxDP(1.0, 1e-5)}
 
 
 # ---------------------------------------------------------------------------------------------------
 # Budgets: claims and under-noised copies
-
-
-def gaussian_delta(mu: float, eps: float) -> float:
-    """delta(eps) of mu-GDP (Dong, Roth & Su 2022, Cor. 2.13): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
-    return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps + norm.logcdf(-eps / mu - mu / 2)))
-
-
-@functools.lru_cache(maxsize=256)
-def gaussian_mu(eps: float, delta: float) -> float:
-    """The mu of the Gaussian mechanism that is exactly (eps, delta)-DP (delta_mu(eps) = delta)."""
-    return brentq(lambda mu: gaussian_delta(mu, eps) - delta, 1e-9, 100.0, xtol=1e-14, rtol=1e-13)
-
-
-def claimed_mu(budget) -> float:
-    """The mu-GDP that a Gaussian mechanism meeting ``budget`` exactly has."""
-    if isinstance(budget, ZCDP):
-        return math.sqrt(2 * budget.rho)
-    if isinstance(budget, ApproxDP):
-        return gaussian_mu(budget.eps, budget.delta)
-    raise TypeError(f"no Gaussian profile for a {budget} claim")
 
 
 @functools.lru_cache(maxsize=256)
@@ -103,15 +77,6 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     accountant = rdp.RdpAccountant(orders=orders)
     accountant.compose(dp_accounting.ZCDpEvent(rho))
     return float(accountant.get_epsilon(delta))
-
-
-def claimed_dp(budget, T: int) -> tuple[float, float]:
-    """(eps, delta) checked by the "dp" profile."""
-    if isinstance(budget, PureDP):
-        return budget.eps, 1.0 / T
-    if isinstance(budget, ApproxDP):
-        return budget.eps, budget.delta
-    return zcdp_epsilon(budget.rho, 1.0 / T), 1.0 / T
 
 
 def undernoised(budget, c: float):
@@ -129,116 +94,24 @@ def undernoised(budget, c: float):
     return ApproxDP(budget.eps, delta)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Confidence bounds
-
-
-def cp_lower(k: int, n: int, level: float) -> float:
-    """One-sided Clopper-Pearson lower bound: P[p < bound] <= level."""
-    return 0.0 if k <= 0 else float(beta_dist.ppf(level, k, n - k + 1))
-
-
-def cp_upper(k: int, n: int, level: float) -> float:
-    """One-sided Clopper-Pearson upper bound: P[p > bound] <= level."""
-    return 1.0 if k >= n else float(beta_dist.ppf(1 - level, k + 1, n - k))
-
-
-def _cp_lower(k, n, level):
-    k = np.asarray(k)
-    return np.where(k > 0, beta_dist.ppf(level, np.maximum(k, 1), n - k + 1), 0.0)
-
-
-def _cp_upper(k, n, level):
-    k = np.asarray(k)
-    return np.where(k < n, beta_dist.ppf(1 - level, k + 1, np.maximum(n - k, 1)), 1.0)
-
-
-def eps_from_counts(k1, n1, k0, n0, delta: float, alpha: float):
-    """ln((p1_lower - delta) / p0_upper) with one-sided CP bounds at alpha/2 each (vectorised);
-    -inf where p1_lower <= delta."""
-    lower, upper = _cp_lower(k1, n1, alpha / 2), _cp_upper(k0, n0, alpha / 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(lower > delta, np.log(np.maximum(lower - delta, 1e-300) / upper), -np.inf)
-
-
-def mu_from_counts(k1, n1, k0, n0, alpha: float):
-    """Phi^-1(1 - FPR_upper) - Phi^-1(FNR_upper) for the test "reject B when in E", with
-    k1 / n1 = P[M(A) in E] (1 - FNR) and k0 / n0 = P[M(B) in E] (FPR); CP bounds at alpha/2 each."""
-    fpr_upper = _cp_upper(k0, n0, alpha / 2)
-    fnr_upper = _cp_upper(n1 - np.asarray(k1), n1, alpha / 2)
-    return norm.isf(fpr_upper) - norm.ppf(fnr_upper)
-
-
-BOUNDS = {"gaussian": lambda k1, n1, k0, n0, delta, alpha: mu_from_counts(k1, n1, k0, n0, alpha),
-          "dp": eps_from_counts}
-
-
-@dataclass(frozen=True)
-class Event:
-    """E = {sign * s_j > sign * t} on statistic j; ``swap``: the numerator dataset is X'."""
-
-    statistic: int
-    sign: int
-    threshold: float
-    swap: bool
-
-    def count(self, s: np.ndarray) -> int:
-        return int(np.sum(self.sign * s[:, self.statistic] > self.sign * self.threshold))
-
-
-def _counts_above(sorted_s: np.ndarray, t: np.ndarray, sign: int) -> np.ndarray:
-    if sign > 0:
-        return len(sorted_s) - np.searchsorted(sorted_s, t, side="right")
-    return np.searchsorted(sorted_s, t, side="left")
-
-
-def choose_event(s0: np.ndarray, s1: np.ndarray, bound: str, delta: float, alpha: float,
-                 candidates: int = 200) -> tuple[Event, float]:
-    """The event with the largest bound on (s0, s1) (arrays runs x statistics): every statistic, both
-    tails, both orders, thresholds at quantiles of the pooled sample (plus its extremes, for atoms)."""
-    best, best_value = Event(0, 1, 0.0, False), -np.inf
-    for j in range(s0.shape[1]):
-        pooled = np.concatenate([s0[:, j], s1[:, j]])
-        unique = np.unique(pooled)
-        grid = np.unique(np.concatenate([np.quantile(pooled, np.linspace(0, 1, candidates)), unique[:30],
-                                         unique[-30:]]))
-        sorted0, sorted1 = np.sort(s0[:, j]), np.sort(s1[:, j])
-        for sign in (1, -1):
-            c0, c1 = _counts_above(sorted0, grid, sign), _counts_above(sorted1, grid, sign)
-            for swap, (num, den) in ((False, (c0, c1)), (True, (c1, c0))):
-                value = BOUNDS[bound](num, len(s0), den, len(s0), delta, alpha)
-                i = int(np.argmax(value))
-                if value[i] > best_value:
-                    best, best_value = Event(j, sign, float(grid[i]), swap), float(value[i])
-    return best, best_value
-
-
-@dataclass
-class Bound:
-    value: float  # the lower bound on the held-out half (mu_lb or eps_lb), clipped at 0
-    event: Event
-    counts: tuple[int, int, int]  # k1, k0, held-out runs per dataset
-
-
-def lower_bound(s0, s1, bound: str, delta: float = 0.0, alpha: float = ALPHA) -> Bound:
-    """Event chosen on the first half of each sample, bound computed on the held-out second half."""
-    s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
-    s0, s1 = (s0[:, None], s1[:, None]) if s0.ndim == 1 else (s0, s1)
-    h = min(len(s0), len(s1)) // 2
-    event, _ = choose_event(s0[:h], s1[:h], bound, delta, alpha)
-    test0, test1 = s0[h:2 * h], s1[h:2 * h]
-    first, second = (test1, test0) if event.swap else (test0, test1)
-    k1, k0 = event.count(first), event.count(second)
-    value = float(BOUNDS[bound](k1, len(first), k0, len(second), delta, alpha))
-    return Bound(max(value, 0.0) if np.isfinite(value) else 0.0, event, (k1, k0, len(first)))
+def line_claim(line: "AuditLine") -> Claim:
+    """What the black-box audits test: the whole profile of the line's claim (Renyi region of zCDP, pure
+    eps, the (eps, delta) point), or the exact Gaussian profile for post-processed Gaussian lines."""
+    return Claim.of(line.budget, gaussian=line.profile == "gaussian")
 
 
 def epsilon_lower_bound(s0, s1, delta: float, alpha: float = ALPHA) -> Bound:
-    return lower_bound(s0, s1, "dp", delta, alpha)
+    """eps_lb at ``delta`` (0: pure) from two samples of a statistic, event chosen on the first halves."""
+    budget = ApproxDP(1.0, delta) if delta > 0 else PureDP(1.0)
+    return split_bound(s0, s1, Claim.of(budget), alpha)
 
 
 def mu_lower_bound(s0, s1, alpha: float = ALPHA) -> Bound:
-    return lower_bound(s0, s1, "gaussian", 0.0, alpha)
+    return split_bound(s0, s1, Claim.of(ZCDP(0.5), gaussian=True), alpha)
+
+
+def rho_lower_bound(s0, s1, alpha: float = ALPHA) -> Bound:
+    return split_bound(s0, s1, Claim.of(ZCDP(0.5)), alpha)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -577,29 +450,28 @@ def stable_seed(*parts) -> list[int]:
 
 @dataclass
 class BlackBox:
+    """The fixed-pair audit of one line: T runs per dataset, the event chosen on half of them."""
+
     line: str
     pair: str
-    profile: str
     c: float
-    claim: float  # mu (gaussian) or eps (dp)
-    delta: float  # the delta of the eps claim (dp)
+    claim: Claim
     bound: Bound
     T: int
 
     @property
     def exceeded(self) -> bool:
-        return self.bound.value > self.claim
+        return self.bound.value > self.claim.value
 
     def describe(self) -> str:
-        what = "mu" if self.profile == "gaussian" else f"eps (delta={self.delta:.3g})"
-        return (f"{self.line} x{self.c:g} on {self.pair}: {what} >= {self.bound.value:.3f} vs claim "
-                f"{self.claim:.3f}; event {self.bound.event}, counts {self.bound.counts}")
+        return (f"{self.line} x{self.c:g} on {self.pair}: {self.claim.symbol} >= {self.bound.value:.3f} vs claim "
+                f"{self.claim.value:.3f}; event {self.bound.event}, counts {self.bound.counts}")
 
 
 def black_box(line: AuditLine, T: int, c: float = 1.0, pair: tuple | None = None, seed: int = 0,
               alpha: float = ALPHA) -> BlackBox:
     """Audit the copy of ``line`` with noise x c on ``pair`` (default: the line's first) with T runs per
-    dataset, against the line's claim."""
+    dataset, against the whole profile of the line's claim (``line_claim``)."""
     pair = pair or line.pairs[0]
     nb = neighbours(*pair)
     budget = run_budget(line, c, nb.problems[0])
@@ -607,12 +479,55 @@ def black_box(line: AuditLine, T: int, c: float = 1.0, pair: tuple | None = None
     samples = [np.array([nb.statistics(out) for out in
                          outputs(line.mechanism, options, budget, problem, T, stable_seed(line.line, pair, c, j, seed))])
                for j, problem in enumerate(nb.problems)]
-    if line.profile == "gaussian":
-        claim, delta = claimed_mu(line.budget), 0.0
-    else:
-        claim, delta = claimed_dp(line.budget, T)
-    bound = lower_bound(samples[0], samples[1], line.profile, delta, alpha)
-    return BlackBox(line.line, nb.description, line.profile, c, claim, delta, bound, T)
+    claim = line_claim(line)
+    return BlackBox(line.line, nb.description, c, claim, split_bound(samples[0], samples[1], claim, alpha), T)
+
+
+@dataclass
+class _FixedPair:
+    """A line's own neighbour pair (ridge, stable: data the generic families cannot build) for ``search``."""
+
+    neighbours: Neighbours
+
+    @property
+    def problems(self):
+        return self.neighbours.problems
+
+    @functools.cached_property
+    def reference(self):
+        return Reference.of(self.problems[0].sigma, self.problems[1].sigma)
+
+    def describe(self) -> str:
+        return self.neighbours.description
+
+
+# Lines whose data the generic families cannot build: their own pairs for the search.
+SEARCH_PAIRS = {"output_perturbation": (("ridge", 10), ("ridge", 2)), "stable_gsampling": (("stable", 300_000),)}
+
+
+def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0, n_jobs: int = -1,
+           alpha: float = ALPHA, confirmations: int = 3, runs: int | None = None, log=None,
+           budgets: list | None = None) -> list[AuditReport]:
+    """The black-box search audit (audits.blackbox) of the copy of ``line`` with noise x c, against the
+    line's claim (``budgets``: several claims, e.g. SWEEP_BUDGETS, time and alpha split between them):
+    pair search, learned attack, confirmation on fresh runs. One report per claim audited."""
+    own = SEARCH_PAIRS.get(line.mechanism)
+    pairs = [_FixedPair(neighbours(*p)) for p in own] if own else None
+    probe = pairs[0].problems[0] if pairs else neighbours("swap_values", 1000).problems[0]
+    options = {**line.options, **(pairs[0].neighbours.options if pairs else {})}
+    lines = [line] if budgets is None else [replace(line, budget=b) for b in budgets]
+    common = dict(options=options, pairs=pairs, gaussian=line.profile == "gaussian", n_jobs=n_jobs, seed=seed,
+                  confirmations=confirmations, runs=runs, log=log)
+    if c == 1:
+        return audit_sweep(line.mechanism, [x.budget for x in lines], seconds=seconds, alpha=alpha, **common)
+    reports, started = [], time.perf_counter()
+    for k, copy in enumerate(lines):  # each claim's copy runs at its own under-noised budget
+        left = seconds - (time.perf_counter() - started)
+        reports.append(audit(copy.mechanism, copy.budget, seconds=max(left / (len(lines) - k), 1.0),
+                             alpha=alpha / len(lines), run_at=run_budget(copy, c, probe), **common))
+        if reports[-1].exceeded:
+            break
+    return reports
 
 
 # ---------------------------------------------------------------------------------------------------

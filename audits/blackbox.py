@@ -1,0 +1,440 @@
+"""Black-box audit of any mechanism: pair search, learned attack, confirmation on fresh runs.
+
+``audit(name, budget)`` runs the mechanism only through ``mechanisms.registry.release`` (so a plug-in
+is audited exactly as the experiments run it) and answers: is there a pair of neighbouring datasets
+and an event on which the releases prove the claim false, at confidence 1 - alpha?
+
+1. **Pilot.** A few releases on every candidate pair (``default_pairs``: the families of
+   ``audits.pairs`` at small n and d, r = 1 and r = 4, rotated planes, random pairs): pairs the
+   mechanism refuses are dropped (with the reason), and the cost of a release is measured.
+2. **Screen.** Releases on every pair; each pair's estimated loss is the best bound over the
+   hand-picked statistics (in-sample, for ranking only). Neighbours of the best pairs (n x 3, n / 3,
+   d + 1, r x 4, a rotated plane, other random rows) are screened too: a greedy step.
+3. **Confirm** (up to ``confirmations`` = K pairs, best first). On fresh *selection* runs a classifier
+   (scikit-learn's histogram gradient boosting, DP-Sniper style, Bichsel et al. 2021) is trained to
+   tell D's releases from D''s on basis-free features (sorted eigenvalues, |<v_i, e_j>|, trace, the
+   entries at small d, and the hand-picked statistics); its score joins the statistics as a candidate,
+   and the event (score, threshold, tail, order) with the largest bound at the claim's whole profile is
+   chosen on held-out selection runs. Then *confirmation* runs, never seen before, give the bound with
+   one-sided Clopper-Pearson limits at alpha / (2K) for each probability. The audit stops at the first
+   confirmed excess.
+
+The confidence statement covers the whole search: every choice (pair, classifier, event, point of the
+profile) is made on runs independent of the confirmation runs of that pair, and at most K events are
+confirmed, each at level alpha / K (Bonferroni), so a mechanism that meets its claim is flagged with
+probability at most alpha, whatever the search did.
+
+Sample sizes follow the time budget (``seconds``) and the measured cost of a release; with ``runs``
+they are fixed instead, and the numbers are then identical for the same seed on any ``n_jobs``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
+from threadpoolctl import threadpool_limits
+
+from mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
+from mechanisms.registry import get_mechanism, import_plugins, plugin_modules, release
+
+from .bounds import Bound, Claim, choose_event, confirm
+from .pairs import HAND_NAMES, Pair, PairSpec, features, quantize
+
+DEFAULT_BUDGETS = {ZCDP: ZCDP(0.5), PureDP: PureDP(1.0), ApproxDP: ApproxDP(1.0, 1e-5)}
+# A mechanism claims its notion at every budget. At rho = 0.5 (sqrt(2 rho) = 2 rho = 1) or eps = 1 a wrong
+# functional form of the budget (Delta / (2 rho), Delta * eps, Delta / eps^2) is invisible, so the default
+# audit also tests a small and a large budget, each with a quarter of the time (the default gets half).
+SWEEP_BUDGETS = {ZCDP: (ZCDP(0.5), ZCDP(0.05), ZCDP(2.0)), PureDP: (PureDP(1.0), PureDP(0.25), PureDP(3.0)),
+                 ApproxDP: (ApproxDP(1.0, 1e-5), ApproxDP(0.25, 1e-5), ApproxDP(3.0, 1e-5))}
+SWEEP_SHARES = (0.5, 0.25, 0.25)
+CHUNK = 250  # releases per task: fixed, so the numbers do not depend on n_jobs
+ENTRIES_MAX_D = 5  # the learned attack sees the matrix entries up to this d
+
+
+def default_pairs() -> list[PairSpec]:
+    """The search's starting points: every family at the sizes where it exposes most."""
+    S = PairSpec
+    pairs = [S("swap_values", 10), S("swap_values", 1000), S("swap_values", 3, d=3),
+             S("tie", 1), S("tie", 3), S("tie", 11), S("tie", 101), S("tie", 3, d=3),
+             S("swap_vectors", 2), S("swap_vectors", 10), S("grow", 2), S("grow", 3), S("grow", 10),
+             S("scale", 10), S("scale", 1000), S("new_direction", 2), S("new_direction", 1000),
+             S("l1", 1), S("l1", 10), S("l1", 1, d=4),
+             S("sphere", 10), S("sphere", 100), S("zeros", 1), S("zeros", 10), S("zeros", 1000),
+             S("threshold", 100, m=1), S("threshold", 100, m=3), S("dense", 1000), S("dense", 20),
+             S("swap_values", 10, radius=4.0), S("tie", 3, radius=4.0), S("grow", 2, radius=4.0),
+             S("swap_values", 10, angle=math.pi / 8), S("grow", 3, angle=math.pi / 8),
+             S("random", 3, seed=1), S("random", 10, d=3, seed=2), S("random", 100, seed=3)]
+    return pairs
+
+
+def neighbours_of(spec: PairSpec) -> list[PairSpec]:
+    """The greedy step's moves from one pair."""
+    moves = [replace(spec, n=spec.n * 3), replace(spec, d=spec.d + 1), replace(spec, radius=spec.radius * 4),
+             replace(spec, angle=spec.angle + math.pi / 8)]
+    if spec.n >= 3:
+        moves.append(replace(spec, n=max(1, spec.n // 3)))
+    if spec.family == "random":
+        moves.append(replace(spec, seed=spec.seed + 100))
+    if spec.family == "threshold":
+        moves.append(replace(spec, m=spec.m + 2))
+    return moves
+
+
+# ---------------------------------------------------------------------------------------------------
+# Releases (in worker processes) -> features
+
+
+def _sample_chunk(name: str, options: dict, budget, problem, reference, entries: bool, entropy: list[int],
+                  count: int, plugins) -> np.ndarray:
+    """``count`` releases of one dataset, as feature rows; one Generator per chunk from its entropy."""
+    import_plugins(plugins)
+    rng = np.random.default_rng(np.random.SeedSequence(entropy))
+    with threadpool_limits(limits=1):
+        rows = [features(reference, quantize(release(name, problem, budget, rng, options=options or None,
+                                                     clamp=False)[0], problem.radius), entries)
+                for _ in range(count)]
+    return np.array(rows)
+
+
+@dataclass
+class Sampler:
+    """Releases of one mechanism at one budget, on any pair, in parallel chunks (seeded by key)."""
+
+    name: str
+    options: dict
+    budget: object
+    seed: int
+    n_jobs: int
+    plugins: tuple = ()
+    releases: int = 0
+    busy: float = 0.0  # wall seconds spent releasing
+
+    def sample(self, requests: list[tuple[int, Pair, int, str, int]]) -> list[np.ndarray]:
+        """requests: (pair key, pair, side 0/1, phase, count) -> one feature array per request."""
+        tasks, owners = [], []
+        for r, (key, pair, side, phase, count) in enumerate(requests):
+            entries = pair.problems[side].d <= ENTRIES_MAX_D
+            for c, start in enumerate(range(0, count, CHUNK)):
+                entropy = [self.seed, key, side, _PHASES[phase], c]
+                tasks.append(delayed(_sample_chunk)(self.name, self.options, self.budget, pair.problems[side],
+                                                    pair.reference, entries, entropy, min(CHUNK, count - start),
+                                                    self.plugins))
+                owners.append(r)
+        start = time.perf_counter()
+        if self.n_jobs == 1 or len(tasks) == 1:
+            results = [fn(*args, **kwargs) for fn, args, kwargs in tasks]
+        else:
+            results = Parallel(n_jobs=self.n_jobs)(tasks)
+        self.busy += time.perf_counter() - start
+        out: list[list] = [[] for _ in requests]
+        for r, block in zip(owners, results):
+            out[r].append(block)
+        self.releases += sum(count for *_, count in requests)
+        return [np.concatenate(blocks) if blocks else np.empty((0, 0)) for blocks in out]
+
+
+_PHASES = {"pilot": 0, "screen": 1, "train": 2, "select": 3, "confirm": 4}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The learned attack
+
+
+def _fit_attack(train0: np.ndarray, train1: np.ndarray, seed: int):
+    """A classifier of D's releases (0) against D''s (1); None when the sample is too small or constant."""
+    if min(len(train0), len(train1)) < 100:
+        return None
+    X = np.vstack([train0, train1])
+    y = np.concatenate([np.zeros(len(train0)), np.ones(len(train1))])
+    X = np.clip(X, -1e150, 1e150)
+    if np.all(X.std(axis=0) == 0):
+        return None
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    model = HistGradientBoostingClassifier(max_iter=150, learning_rate=0.1, max_leaf_nodes=15,
+                                           early_stopping=len(X) > 4000, random_state=seed)
+    with threadpool_limits(limits=1):
+        model.fit(X, y)
+    return model
+
+
+def _scores(model, F: np.ndarray) -> np.ndarray:
+    """The hand-picked statistics, then the classifier's log-odds (when trained)."""
+    hand = F[:, :len(HAND_NAMES)] if F.shape[1] >= len(HAND_NAMES) else F
+    if model is None:
+        return hand
+    with threadpool_limits(limits=1):
+        score = model.decision_function(np.clip(F, -1e150, 1e150))
+    return np.column_stack([hand, score])
+
+
+def _statistic_name(j: int, width: int, learned: bool) -> str:
+    if learned and j == width - 1:
+        return "learned attack (classifier score)"
+    return HAND_NAMES[j] if width - learned == len(HAND_NAMES) else f"statistic {j}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reports
+
+
+@dataclass
+class Finding:
+    """One confirmed event: the pair, the event, the bound on the confirmation runs."""
+
+    pair: str
+    statistic: str
+    bound: Bound
+    claim: Claim
+    level: float  # of each probability's Clopper-Pearson bound
+
+    @property
+    def exceeded(self) -> bool:
+        return self.bound.value > self.claim.value
+
+    def describe(self) -> str:
+        e = self.bound.event
+        tail = ">" if e.sign > 0 else "<"
+        first, second = ("D'", "D") if e.swap else ("D", "D'")
+        return (f"{self.claim.symbol} >= {self.bound.value:.4g} vs claim {self.claim.value:.4g} on {self.pair}; "
+                f"event {self.statistic} {tail} {e.threshold:.6g}: {self.bound.counts[0]}/{self.bound.counts[2]} "
+                f"runs on {first} vs {self.bound.counts[1]}/{self.bound.counts[2]} on {second}")
+
+
+@dataclass
+class AuditReport:
+    mechanism: str
+    options: dict
+    claim: Claim
+    alpha: float
+    findings: list[Finding]
+    screened: list[tuple[str, float]]  # (pair, estimated loss / claim), best first
+    dropped: list[tuple[str, str]]  # (pair, why the mechanism refused it)
+    releases: int
+    seconds: float
+    confirmations: int
+
+    @property
+    def exceeded(self) -> bool:
+        return any(f.exceeded for f in self.findings)
+
+    @property
+    def worst(self) -> Finding | None:
+        if not self.findings:
+            return None
+        return max(self.findings, key=lambda f: f.bound.value)
+
+    def describe(self) -> str:
+        lines = [f"claim: {self.claim.describe()}",
+                 f"{len(self.screened)} neighbour pairs screened, {len(self.findings)} confirmed on fresh runs "
+                 f"({self.releases} releases, {self.seconds:.0f} s)"]
+        worst = self.worst
+        if worst is not None:
+            lines.append(f"worst pair: {worst.pair}")
+            lines.append(f"lower bound: {worst.describe()}")
+        verdict = ("EXCEEDS its claim" if self.exceeded else "no evidence against its claim")
+        lines.append(f"verdict: {verdict} (confidence {1 - self.alpha:.0%} over the whole search: "
+                     f"{self.confirmations} confirmations at alpha/{self.confirmations} each)")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The audit
+
+
+class NoPairError(ValueError):
+    """The mechanism refused every neighbour pair of the audit (the reasons are in the message)."""
+
+
+@dataclass
+class _Candidate:
+    key: int
+    pair: Pair
+    cost: float  # seconds per release (one core)
+    estimate: float = -math.inf  # screened loss / claim
+    data: list = field(default_factory=lambda: [[], []])  # earlier (non-confirmation) runs per side
+
+
+def _estimate(claim: Claim, F0: np.ndarray, F1: np.ndarray) -> float:
+    """In-sample loss over the hand-picked statistics, relative to the claim (ranking only)."""
+    _, value = choose_event(_scores(None, F0), _scores(None, F1), claim, 0.05, candidates=60)
+    return value / claim.value if claim.value > 0 else value
+
+
+def audit(name, budget=None, *, options: dict | None = None, seconds: float = 240.0, alpha: float = 0.05,
+          confirmations: int = 3, pairs: list | None = None, gaussian: bool = False, n_jobs: int = -1,
+          seed: int = 0, runs: int | None = None, run_at=None,
+          log: Callable[[str], None] | None = None) -> AuditReport:
+    """Audit mechanism ``name`` (registered name, plug-in path or decorated function) against its claim.
+
+    budget: the requested budget (default: rho = 0.5, eps = 1 or (1, 1e-5) by the mechanism's notion);
+    the claim tested is the budget of the mechanism's own notion that ``release`` runs it at.
+    pairs: PairSpec or Pair objects to search instead of ``default_pairs()``.
+    gaussian: the mechanism is a post-processed Gaussian mechanism (exact mu-GDP profile).
+    runs: fixed selection and confirmation runs per dataset (instead of the time budget).
+    run_at: run the mechanism at this budget instead of the claim's (under-noised copies, audits.lines).
+    """
+    log = log or (lambda text: None)
+    started = time.perf_counter()
+    mechanism = get_mechanism(name)
+    path = name if isinstance(name, str) else mechanism.name
+    options = dict(options or {})
+    requested = budget or DEFAULT_BUDGETS[mechanism.notion]
+    run_budget = budget_guaranteeing(requested, mechanism.notion)
+    claim = Claim.of(run_budget, gaussian)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if confirmations < 1:
+        raise ValueError(f"confirmations must be >= 1, got {confirmations!r}")
+    if runs is None and not seconds > 0:
+        raise ValueError(f"seconds must be > 0, got {seconds!r}")
+    workers = max(1, effective_n_jobs(n_jobs))
+    sampler = Sampler(path, options, run_at or run_budget, seed, workers, tuple(plugin_modules([path])))
+    level = alpha / (2 * confirmations)
+    log(f"auditing {mechanism.name} ({mechanism.label}) options {options}: claim {claim.describe()}; "
+        f"{'fixed runs' if runs else f'time budget {seconds:.0f} s'} on {workers} worker(s)")
+
+    # 1. Pilot: which pairs the mechanism accepts, and what a release costs
+    specs = list(pairs) if pairs is not None else default_pairs()
+    candidates, dropped = _pilot(sampler, specs, log)
+    if not candidates:
+        reasons = "; ".join(f"{p}: {why}" for p, why in dropped[:5])
+        raise NoPairError(f"mechanism {mechanism.name!r} released on none of the audit's neighbour pairs at "
+                          f"{requested} ({reasons})")
+
+    def remaining() -> float:
+        return seconds - (time.perf_counter() - started)
+
+    wall = {"per_pilot_second": 1.0 / workers}  # wall seconds per pilot-measured second, updated below
+
+    def runs_for(share_seconds: float, pairs_count: int, cost: float, low: int, high: int) -> int:
+        if runs is not None:
+            return runs
+        count = share_seconds / max(cost * wall["per_pilot_second"], 1e-9) / (2 * pairs_count)
+        return int(min(high, max(low, count)))
+
+    # 2. Screen every pair, then the neighbours of the best ones (one greedy step)
+    mean_cost = float(np.mean([c.cost for c in candidates]))
+    screen_runs = runs_for(0.3 * remaining(), len(candidates), mean_cost, 100, 5000)
+    if runs is not None:
+        screen_runs = min(runs, 2000)
+    busy = sampler.busy
+    _screen(sampler, claim, candidates, screen_runs)
+    pilot_seconds = 2 * screen_runs * sum(c.cost for c in candidates)
+    wall["per_pilot_second"] = (sampler.busy - busy) / max(pilot_seconds, 1e-9)  # measured throughput
+    candidates.sort(key=lambda c: -c.estimate)
+    if pairs is None:
+        known = {c.pair.spec for c in candidates}
+        moves = []
+        for c in candidates[:2]:  # pairs=None: every candidate is a PairSpec's
+            moves += [m for m in neighbours_of(c.pair.spec) if m not in known and m.n <= 30000 and m.d <= 8]
+            known |= set(moves)
+        more, why = _pilot(sampler, moves, log, first_key=len(specs))
+        dropped += why
+        if more:
+            _screen(sampler, claim, more, screen_runs)
+            candidates = sorted(candidates + more, key=lambda c: -c.estimate)
+    log("screened: " + ", ".join(f"{_short(c.pair)} {c.estimate:.2f}" for c in candidates[:5])
+        + f" (estimated loss / claim, in-sample); {time.perf_counter() - started:.0f} s")
+
+    # 3. Select and confirm, best pair first; stop at the first confirmed excess
+    findings = []
+    chosen = candidates[:confirmations]
+    for k, cand in enumerate(chosen):
+        slot = remaining() / (len(chosen) - k)
+        total = runs_for(slot, 1, cand.cost, 400, 2_000_000)
+        n_select = runs if runs is not None else total // 2
+        n_confirm = runs if runs is not None else total - n_select
+        finding = _select_and_confirm(sampler, claim, cand, n_select, n_confirm, level, seed)
+        findings.append(finding)
+        log(("EXCEEDS " if finding.exceeded else "within  ") + finding.describe()
+            + f" [{time.perf_counter() - started:.0f} s]")
+        if finding.exceeded:
+            break
+    return AuditReport(mechanism.name, options, claim, alpha, findings,
+                       [(c.pair.describe(), c.estimate) for c in candidates], dropped, sampler.releases,
+                       time.perf_counter() - started, confirmations)
+
+
+def _short(pair) -> str:
+    spec = getattr(pair, "spec", None)
+    return spec.describe() if spec is not None else pair.describe()
+
+
+def _pilot(sampler: Sampler, specs: list, log, first_key: int = 0) -> tuple[list[_Candidate], list]:
+    """Build each pair, run a few releases on both datasets; refused pairs are dropped with the reason."""
+    candidates, dropped = [], []
+    for i, spec in enumerate(specs):
+        try:
+            pair = spec.build() if isinstance(spec, PairSpec) else spec
+            start = time.perf_counter()
+            saved = sampler.n_jobs
+            sampler.n_jobs = 1
+            try:
+                sampler.sample([(first_key + i, pair, 0, "pilot", 3), (first_key + i, pair, 1, "pilot", 3)])
+            finally:
+                sampler.n_jobs = saved
+            cost = (time.perf_counter() - start) / 6
+        except (ValueError, TypeError, ArithmeticError, RuntimeError) as err:
+            what = spec.describe() if hasattr(spec, "describe") else str(spec)
+            dropped.append((what, f"{type(err).__name__}: {err}"))
+            continue
+        candidates.append(_Candidate(first_key + i, pair, cost))
+    if dropped:
+        log(f"{len(dropped)} pair(s) refused by the mechanism, e.g. {dropped[0][0]}: {dropped[0][1][:160]}")
+    return candidates, dropped
+
+
+def _screen(sampler: Sampler, claim: Claim, candidates: list[_Candidate], count: int) -> None:
+    requests = [(c.key, c.pair, side, "screen", count) for c in candidates for side in (0, 1)]
+    results = sampler.sample(requests)
+    for i, c in enumerate(candidates):
+        F0, F1 = results[2 * i], results[2 * i + 1]
+        c.data = [[F0], [F1]]
+        c.estimate = _estimate(claim, F0, F1)
+
+
+def _select_and_confirm(sampler: Sampler, claim: Claim, cand: _Candidate, n_select: int, n_confirm: int,
+                        level: float, seed: int) -> Finding:
+    """Train the attack and choose the event on selection runs; bound it on fresh confirmation runs."""
+    key, pair = cand.key, cand.pair
+    half = max(n_select // 2, 1)
+    train = sampler.sample([(key, pair, 0, "train", half), (key, pair, 1, "train", half)])
+    select = sampler.sample([(key, pair, 0, "select", n_select - half), (key, pair, 1, "select", n_select - half)])
+    # the screening runs are independent of the confirmation runs: they train the attack too
+    train = [np.vstack(cand.data[side] + [train[side]]) for side in (0, 1)]
+    model = _fit_attack(train[0], train[1], seed)
+    event, _ = choose_event(_scores(model, select[0]), _scores(model, select[1]), claim, level, n_confirm)
+    fresh = sampler.sample([(key, pair, 0, "confirm", n_confirm), (key, pair, 1, "confirm", n_confirm)])
+    s0, s1 = _scores(model, fresh[0]), _scores(model, fresh[1])
+    bound = confirm(event, s0, s1, claim, level)
+    name = _statistic_name(event.statistic, s0.shape[1], model is not None)
+    return Finding(pair.describe(), name, bound, claim, level)
+
+
+def audit_sweep(name, budgets=None, *, seconds: float = 240.0, alpha: float = 0.05, log=None,
+                **kwargs) -> list[AuditReport]:
+    """``audit`` at several claimed budgets (default ``SWEEP_BUDGETS`` of the mechanism's notion), the
+    time split by ``SWEEP_SHARES`` and alpha by the number of budgets (Bonferroni), so that the
+    confidence 1 - alpha covers every budget together. Stops at the first budget whose claim is exceeded."""
+    mechanism = get_mechanism(name)
+    budgets = list(budgets) if budgets is not None else list(SWEEP_BUDGETS[mechanism.notion])
+    shares = SWEEP_SHARES if len(budgets) == len(SWEEP_SHARES) else (1 / len(budgets),) * len(budgets)
+    started, reports = time.perf_counter(), []
+    for k, budget in enumerate(budgets):
+        left = seconds - (time.perf_counter() - started)
+        share = left * shares[k] / sum(shares[k:])
+        try:
+            report = audit(name, budget, seconds=max(share, 1.0), alpha=alpha / len(budgets), log=log, **kwargs)
+        except NoPairError as err:
+            if k == 0:
+                raise
+            (log or print)(f"skipped {budget}: {err}")  # e.g. a budget too small for the mechanism's n
+            continue
+        reports.append(report)
+        if report.exceeded:
+            break
+    return reports

@@ -1,0 +1,253 @@
+"""Neighbouring datasets for black-box audits, and the features of a release an attack looks at.
+
+Privacy must hold for every pair of replace-one neighbours (same n, one row changed), so the audit
+searches over families of pairs, each built to expose one kind of mistake (GUIDE.md, "Black-box
+auditing"):
+
+- ``swap_values``: 60 % of the rows e1, the rest e2; one row e2 -> e1. The eigenvalues move by the
+  full sensitivity, the eigenvectors stay (exposes eigenvalue and entry noise).
+- ``tie``: a near-degenerate spectrum, k + 1 rows e1 and k rows e2 against k and k + 1: the top
+  eigenvector flips while the sorted eigenvalues stay (exposes exponential-mechanism steps, which leak
+  most where the two datasets' modes differ).
+- ``swap_vectors``: zero rows and one row e1 -> e2; ``grow``: every row e1, one becomes e2 (at n = 2:
+  C = diag(2, 0) against diag(1, 1), eigenvalues and eigenvectors move together).
+- ``scale``: one row e1 -> 0 (a row scaled away); ``new_direction``: every row e1, one zero row -> e2.
+- ``l1``: the largest l1 change of Sigma's upper triangle (Laplace noise): in d = 2 the rows
+  (cos t, sin t) -> (sin t, -cos t), tan 2t = 1/2; in d > 2, (1, ..., 1)/sqrt(d) -> alternating signs.
+- ``sphere``: every row tiny (norm 0.01) against one row on the unit sphere: moves the largest row norm
+  and the trace (exposes noise scaled by the data's own norms); ``zeros``: all-zero data against one
+  unit row (a data-dependent scale then releases Sigma = 0 exactly on one side).
+- ``threshold``: rows on a clipping threshold r 2^-m, one of them moved to the sphere (exposes clipped
+  or norm-banded steps, AdaptiveCov's).
+- ``dense``: every entry of Sigma >= 1/4 (thresholding keeps all of them).
+- ``random``: rows uniform in the ball, the replaced row random on the sphere.
+
+Every family takes n, d, the radius r (the declared bound: a mechanism that forgets r^2 shows at r != 1)
+and a rotation angle of the (e1, e2) plane (splits a change between eigenvalues and eigenvectors).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from mechanisms.problem import CovProblem
+from mechanisms.spectral import as_matrix
+
+FAMILIES = ("swap_values", "tie", "swap_vectors", "grow", "scale", "new_direction", "l1", "sphere", "zeros",
+            "threshold", "dense", "random")
+
+
+def _rows(family: str, n: int, d: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X without its last row, the last row in D, the last row in D') on the unit ball."""
+    e = np.eye(d)
+    X = np.zeros((n - 1, d))
+    k = int(0.6 * n)
+    if family == "swap_values":
+        X[:k, 0] = 1.0
+        X[k:, 1] = 1.0
+        return X, e[1], e[0]
+    if family == "tie":
+        X[: (n - 1 + 1) // 2, 0] = 1.0  # ceil((n-1)/2) rows e1
+        X[(n - 1 + 1) // 2:, 1] = 1.0
+        if (n - 1) % 2:  # odd: one e1 too many; the moved row balances it
+            return X, e[1], e[0]
+        return X, e[0], e[1]
+    if family == "swap_vectors":
+        return X, e[0], e[1]
+    if family == "grow":
+        X[:, 0] = 1.0
+        return X, e[0], e[1]
+    if family == "scale":
+        X[:k, 0] = 1.0
+        X[k:, 1] = 1.0
+        return X, e[0], np.zeros(d)
+    if family == "new_direction":
+        X[:, 0] = 1.0
+        return X, np.zeros(d), e[1]
+    if family == "l1":
+        if d == 2:
+            t = math.atan(0.5) / 2
+            return X, np.array([math.cos(t), math.sin(t)]), np.array([math.sin(t), -math.cos(t)])
+        signs = np.where(np.arange(d) % 2 == 0, 1.0, -1.0)
+        return X, np.ones(d) / math.sqrt(d), signs / math.sqrt(d)
+    if family == "sphere":
+        X[:k, 0] = 0.01
+        X[k:, 1] = 0.01
+        return X, 0.01 * e[0], e[1]
+    if family == "zeros":
+        return X, np.zeros(d), e[0]
+    if family == "threshold":
+        tau = 2.0 ** -m
+        X[:k, 0] = tau
+        X[k:, 1] = tau
+        return X, tau * e[1], e[0]
+    if family == "dense":
+        h, q = (n - 1) // 2, (n - 1) // 4
+        X[:h] = 1 / math.sqrt(d)
+        X[h:h + q, 0] = 1.0
+        X[h + q:, 1] = 1.0
+        return X, e[1], e[0]
+    if family == "random":
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((n - 1, d))
+        X *= (rng.uniform(size=(n - 1, 1)) ** (1 / d)) / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
+        last, new = rng.standard_normal(d), rng.standard_normal(d)
+        return X, last / np.linalg.norm(last), new / np.linalg.norm(new)
+    raise ValueError(f"unknown neighbour family {family!r}; known: {', '.join(FAMILIES)}")
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """A point of the search space of neighbouring datasets."""
+
+    family: str
+    n: int
+    d: int = 2
+    radius: float = 1.0
+    angle: float = 0.0  # rotation of the (e1, e2) plane
+    m: int = 1  # threshold family: rows at r 2^-m
+    seed: int = 0  # random family
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"unknown neighbour family {self.family!r}; known: {', '.join(FAMILIES)}")
+        if self.n < 1 or self.d < 2:
+            raise ValueError(f"a neighbour pair needs n >= 1 and d >= 2, got n={self.n}, d={self.d}")
+
+    def describe(self) -> str:
+        extras = [f"r={self.radius:g}"] if self.radius != 1 else []
+        extras += [f"rotated {math.degrees(self.angle):.1f} deg"] if self.angle else []
+        extras += [f"tau=r/2^{self.m}"] if self.family == "threshold" else []
+        extras += [f"seed={self.seed}"] if self.family == "random" else []
+        return f"{self.family}(n={self.n}, d={self.d}{''.join(', ' + x for x in extras)})"
+
+    def build(self) -> "Pair":
+        X, last, new = _rows(self.family, self.n, self.d, self.m, self.seed)
+        D = np.vstack([X, last])
+        Dp = np.vstack([X, new])
+        if self.angle:
+            c, s = math.cos(self.angle), math.sin(self.angle)
+            R = np.eye(self.d)
+            R[:2, :2] = [[c, -s], [s, c]]
+            D, Dp = D @ R.T, Dp @ R.T
+        # rows exactly on the sphere may round just outside it: renormalise those (never grow a row)
+        for A in (D, Dp):
+            norms = np.linalg.norm(A, axis=1)
+            over = norms > 1
+            A[over] /= norms[over, None]
+        D, Dp = D * self.radius, Dp * self.radius
+        return Pair(self, D, Dp)
+
+
+@dataclass
+class Pair:
+    """Two neighbouring datasets (rows D and D', one row differing) and their problems."""
+
+    spec: PairSpec
+    D: np.ndarray
+    Dp: np.ndarray
+    problems: tuple = field(init=False)
+
+    def __post_init__(self):
+        self.problems = (CovProblem.from_rows(self.D, radius=self.spec.radius),
+                         CovProblem.from_rows(self.Dp, radius=self.spec.radius))
+
+    def describe(self) -> str:
+        moved = np.flatnonzero(np.any(self.D != self.Dp, axis=1))
+        i = int(moved[0]) if len(moved) else len(self.D) - 1
+        return (f"{self.spec.describe()}: row {np.round(self.D[i], 3).tolist()} -> "
+                f"{np.round(self.Dp[i], 3).tolist()}")
+
+    @cached_property
+    def reference(self) -> "Reference":
+        return Reference.of(self.problems[0].sigma, self.problems[1].sigma)
+
+
+def _upper(matrix: np.ndarray) -> np.ndarray:
+    return matrix[np.triu_indices(matrix.shape[0])]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the features compare a release with: Sigma(D), Sigma(D') and their spectra."""
+
+    a: np.ndarray  # upper triangle of Sigma(D)
+    b: np.ndarray  # of Sigma(D')
+    change: np.ndarray  # Sigma(D') - Sigma(D), full matrix
+    values_a: np.ndarray  # descending eigenvalues
+    values_b: np.ndarray
+    top_a: np.ndarray  # top eigenvector of Sigma(D)
+    top_b: np.ndarray
+
+    @classmethod
+    def of(cls, sigma_a: np.ndarray, sigma_b: np.ndarray) -> "Reference":
+        va, wa = np.linalg.eigh(sigma_a)
+        vb, wb = np.linalg.eigh(sigma_b)
+        return cls(_upper(sigma_a), _upper(sigma_b), sigma_b - sigma_a, va[::-1], vb[::-1], wa[:, -1], wb[:, -1])
+
+
+HAND_NAMES = ("gauss_llr", "laplace_llr", "laplace_low", "laplace_high", "log_dist_D", "log_dist_D'",
+              "values_change", "values_laplace_llr", "trace", "top_score_change", "top_align_D",
+              "top_align_D'", "top_value", "bottom_value")
+_FLOOR = -745.0  # log of a distance of 0 (a release equal to Sigma exactly)
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else _FLOOR
+
+
+GRID = 2.0 ** -24  # releases are rounded to multiples of GRID r^2 before any feature (see ``quantize``)
+
+
+def quantize(out, radius: float):
+    """The release rounded to a fixed grid (GRID r^2; weights: GRID), the same for both datasets.
+
+    A floating-point release leaks through its low-order bits (Mironov 2012): Sigma(D') + noise is
+    rounded to the ulp of Sigma(D')'s entries, Sigma(D) + noise = noise is not, and a classifier finds
+    that perfectly. That leak is real but is not what a mechanism's analysis is about; rounding to a
+    data-independent grid is post-processing, so every bound stays valid and the leak is gone."""
+    weights = getattr(out, "weights", None)
+    if weights is not None:
+        return np.round(np.asarray(weights, float) / GRID) * GRID
+    q = GRID * radius**2
+    return np.round(as_matrix(out) / q) * q
+
+
+def features(reference: Reference, out, entries: bool) -> np.ndarray:
+    """The hand-picked statistics (HAND_NAMES, each the likelihood ratio or a symptom of one kind of
+    mistake), then basis-free features for a learned attack: the sorted eigenvalues, |<v_i, e_j>| of
+    the top three eigenvectors and, at small d (``entries``), the entries of the upper triangle."""
+    if np.ndim(out) == 1:  # a released model's weights (output perturbation), not a matrix
+        w = np.asarray(out, float).ravel()
+        return np.nan_to_num(np.concatenate([w, [np.linalg.norm(w)]]), posinf=1e300, neginf=-1e300)
+    S = as_matrix(out)
+    u = _upper(S)
+    r = reference
+    change = r.b - r.a
+    mid = (r.a + r.b) / 2
+    moved = np.abs(change) > 0
+    z = (u - mid)[moved] / change[moved] if np.any(moved) else np.zeros(1)
+    values, vectors = np.linalg.eigh(S)
+    values, vectors = values[::-1], vectors[:, ::-1]
+    dv = r.values_b - r.values_a
+    top = vectors[:, 0]
+    scale = max(float(np.linalg.norm(r.change)), 1e-300)
+    hand = [
+        (u - mid) @ change,  # Gaussian noise on the upper triangle: the likelihood ratio
+        np.sum(np.abs(u - r.a) - np.abs(u - r.b)),  # Laplace noise on the upper triangle: the ratio
+        z.min(), z.max(),  # the corners of additive Laplace noise (extreme regions)
+        _log(float(np.linalg.norm(u - r.a))), _log(float(np.linalg.norm(u - r.b))),  # noise scale
+        values @ (dv if np.any(dv) else np.eye(len(values))[0]),  # eigenvalues along their change
+        np.sum(np.abs(values - r.values_a) - np.abs(values - r.values_b)),  # Laplace eigenvalues
+        float(np.trace(S)),
+        float(top @ r.change @ top) / scale,  # an exponential mechanism's score change at its draw
+        float(top @ r.top_a) ** 2, float(top @ r.top_b) ** 2,
+        values[0], values[-1],
+    ]
+    extra = [values, np.abs(vectors[:, :3]).T.ravel()]
+    if entries:
+        extra.append(u)
+    return np.nan_to_num(np.concatenate([np.asarray(hand, float), *extra]), nan=0.0, posinf=1e300, neginf=-1e300)

@@ -1,0 +1,74 @@
+"""Plug-in mechanisms with realistic calibration mistakes, for the black-box audit (docs/api.md, README).
+
+Each function is a plug-in as a user would write one (``@register_mechanism``), each with one mistake
+that its author might not notice: the accountant is satisfied (the budget is charged once, in the
+right notion), the output is a finite symmetric matrix, yet the release is not private at the claim.
+``python scripts/audit.py buggy_mechanisms:NAME`` (this directory on PYTHONPATH) flags every one of
+them; ``correct_gauss`` is the same code without the mistake, and passes.
+"""
+import math
+
+import numpy as np
+
+from mechanisms import PureDP, Spectral, ZCDP, register_mechanism
+from mechanisms.bingham import sample_bingham
+from mechanisms.gaussian import symmetric_gaussian
+from mechanisms.laplace import symmetric_laplace
+
+
+@register_mechanism(notion=ZCDP, label="GaussCov (correct)")
+def correct_gauss(problem, accountant, rng):
+    """Sigma + N(0, s^2) on the upper triangle, s = sqrt(2) r^2 / n / sqrt(2 rho): rho-zCDP."""
+    budget = accountant.spend(accountant.total, "noisy covariance")
+    scale = math.sqrt(2) * problem.radius**2 / problem.n / math.sqrt(2 * budget.rho)
+    return problem.sigma + scale * symmetric_gaussian(problem.d, rng)
+
+
+@register_mechanism(notion=ZCDP, label="GaussCov (forgot sqrt 2)")
+def gauss_forgot_sqrt2(problem, accountant, rng):
+    """MISTAKE: sensitivity r^2 / n (add/remove-one) under replace-one neighbours: rho x 2."""
+    budget = accountant.spend(accountant.total, "noisy covariance")
+    scale = problem.radius**2 / problem.n / math.sqrt(2 * budget.rho)
+    return problem.sigma + scale * symmetric_gaussian(problem.d, rng)
+
+
+@register_mechanism(notion=ZCDP, label="SeparateCov (eigenvalues spent twice)")
+def separate_spent_twice(problem, accountant, rng):
+    """MISTAKE: the eigenvalue step is charged rho/2 but calibrated to rho with sensitivity r^2/n."""
+    rho = accountant.total.rho
+    accountant.spend(ZCDP(rho / 2), "eigenvalues")
+    values = problem.eigenvalues + problem.radius**2 / problem.n / math.sqrt(2 * rho) * rng.standard_normal(problem.d)
+    accountant.spend(ZCDP(rho / 2), "eigenvectors")
+    scale = math.sqrt(2) * problem.radius**2 / problem.n / math.sqrt(rho)
+    _, vectors = np.linalg.eigh(problem.sigma + scale * symmetric_gaussian(problem.d, rng))
+    return Spectral(values, vectors[:, ::-1])
+
+
+@register_mechanism(notion=PureDP, label="top direction (hot exponential mechanism)")
+def hot_direction(problem, accountant, rng):
+    """The top principal direction by the exponential mechanism on the score u^T C u (C = n Sigma / r^2,
+    sensitivity 1 under replace-one), released as r^2 v v^T. eps-DP needs exp(eps/2 u^T C u).
+    MISTAKE: a units slip makes it exp(2.5 eps u^T C u), 5x too hot (about 2.5 eps on the worst pair)."""
+    budget = accountant.spend(accountant.total, "top direction")
+    C = problem.sigma * problem.n / problem.radius**2
+    v = sample_bingham(-2.5 * budget.eps * C, rng)  # density exp(-x^T A x)
+    return problem.radius**2 * np.outer(v, v)
+
+
+@register_mechanism(notion=PureDP, label="LapCov (l2 sensitivity)")
+def lap_l2(problem, accountant, rng):
+    """MISTAKE: Laplace noise scaled to the l2 sensitivity sqrt(2) r^2 / n instead of the l1 one
+    (sqrt(2) d r^2 / n, Dong Lemma 12)."""
+    budget = accountant.spend(accountant.total, "noisy covariance")
+    scale = math.sqrt(2) * problem.radius**2 / (problem.n * budget.eps)
+    return problem.sigma + scale * symmetric_laplace(problem.d, rng)
+
+
+@register_mechanism(notion=ZCDP, label="GaussCov (data's own norm)")
+def gauss_data_norm(problem, accountant, rng):
+    """MISTAKE: the noise is scaled by the data's own largest row norm (its dyadic band, r 2^-j)
+    instead of the declared radius r: not private at all."""
+    budget = accountant.spend(accountant.total, "noisy covariance")
+    largest = problem.tau(int(problem.band_exponents.min())) if len(problem.band_exponents) else 0.0
+    scale = math.sqrt(2) * largest**2 / problem.n / math.sqrt(2 * budget.rho)
+    return problem.sigma + scale * symmetric_gaussian(problem.d, rng)
