@@ -39,7 +39,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
 from mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
-from mechanisms.registry import get_mechanism, import_plugins, plugin_modules, release
+from mechanisms.registry import check_options, get_mechanism, import_plugins, plugin_modules, release
 
 from .bounds import Bound, Claim, choose_event, confirm
 from .pairs import HAND_NAMES, Pair, PairSpec, features, quantize
@@ -94,10 +94,8 @@ def _sample_chunk(name: str, options: dict, budget, problem, reference, entries:
     import_plugins(plugins)
     rng = np.random.default_rng(np.random.SeedSequence(entropy))
     with threadpool_limits(limits=1):
-        rows = [features(reference, quantize(release(name, problem, budget, rng, options=options or None,
-                                                     clamp=False)[0], problem.radius), entries)
-                for _ in range(count)]
-    return np.array(rows)
+        outs = [release(name, problem, budget, rng, options=options or None, clamp=False)[0] for _ in range(count)]
+        return features(reference, quantize(outs, problem.radius), entries)
 
 
 @dataclass
@@ -237,7 +235,8 @@ class AuditReport:
             lines.append(f"lower bound: {worst.describe()}")
         verdict = ("EXCEEDS its claim" if self.exceeded else "no evidence against its claim")
         lines.append(f"verdict: {verdict} (confidence {1 - self.alpha:.0%} over the whole search: "
-                     f"{self.confirmations} confirmations at alpha/{self.confirmations} each)")
+                     f"{self.confirmations} confirmation{'s' if self.confirmations != 1 else ''} at alpha/"
+                     f"{self.confirmations} each)")
         return "\n".join(lines)
 
 
@@ -282,6 +281,7 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
     mechanism = get_mechanism(name)
     path = name if isinstance(name, str) else mechanism.name
     options = dict(options or {})
+    check_options(mechanism, options)  # unknown or invalid options: the registry's clear error, up front
     requested = budget or DEFAULT_BUDGETS[mechanism.notion]
     run_budget = budget_guaranteeing(requested, mechanism.notion)
     claim = Claim.of(run_budget, gaussian)
@@ -407,7 +407,9 @@ def _select_and_confirm(sampler: Sampler, claim: Claim, cand: _Candidate, n_sele
     # the screening runs are independent of the confirmation runs: they train the attack too
     train = [np.vstack(cand.data[side] + [train[side]]) for side in (0, 1)]
     model = _fit_attack(train[0], train[1], seed)
-    event, _ = choose_event(_scores(model, select[0]), _scores(model, select[1]), claim, level, n_confirm)
+    # a stricter level on the selection runs than the confirmation's: it discounts rare events whose
+    # selection counts are mostly luck (they rarely confirm)
+    event, _ = choose_event(_scores(model, select[0]), _scores(model, select[1]), claim, level / 20, n_confirm)
     fresh = sampler.sample([(key, pair, 0, "confirm", n_confirm), (key, pair, 1, "confirm", n_confirm)])
     s0, s1 = _scores(model, fresh[0]), _scores(model, fresh[1])
     bound = confirm(event, s0, s1, claim, level)

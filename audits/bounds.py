@@ -207,11 +207,12 @@ def choose_event(s0: np.ndarray, s1: np.ndarray, claim: Claim, level: float, n_c
                  candidates: int = 200) -> tuple[Event, float]:
     """The event with the largest bound on (s0, s1) (arrays runs x scores; s0 from D, s1 from D'):
     every score, both tails, both orders, thresholds at quantiles of the pooled sample (and its
-    extremes, for atoms). ``n_confirm``: the runs per dataset that will confirm the event; the counts
-    are rescaled to it, so the choice accounts for the confirmation's sampling error."""
+    extremes, for atoms). ``n_confirm``: the runs per dataset that will confirm the event; when fewer
+    than the selection runs, the counts are rescaled to it (the confirmation's sampling error is then
+    the larger one); never scaled up, which would trust rare selection events more than they deserve."""
     s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
     s0, s1 = (s0[:, None], s1[:, None]) if s0.ndim == 1 else (s0, s1)
-    n = n_confirm or len(s0)
+    n = min(n_confirm or len(s0), len(s0))
     best, best_value = Event(0, 1, 0.0, False), -np.inf
     for j in range(s0.shape[1]):
         a, b = s0[:, j], s1[:, j]
@@ -223,7 +224,7 @@ def choose_event(s0: np.ndarray, s1: np.ndarray, claim: Claim, level: float, n_c
         sorted0, sorted1 = np.sort(a), np.sort(b)
         for sign in (1, -1):
             c0 = _counts_above(sorted0, grid, sign) * (n / len(a))
-            c1 = _counts_above(sorted1, grid, sign) * (n / len(b))
+            c1 = _counts_above(sorted1, grid, sign) * (n / len(b))  # len(b) >= n too
             for swap, (num, den) in ((False, (c0, c1)), (True, (c1, c0))):
                 value = claim.bound(np.round(num), n, np.round(den), n, level)
                 i = int(np.argmax(value))

@@ -195,59 +195,61 @@ HAND_NAMES = ("gauss_llr", "laplace_llr", "laplace_low", "laplace_high", "log_di
 _FLOOR = -745.0  # log of a distance of 0 (a release equal to Sigma exactly)
 
 
-def _log(x: float) -> float:
-    return math.log(x) if x > 0 else _FLOOR
-
-
 GRID = 2.0 ** -24  # releases are rounded to multiples of GRID r^2 before any feature (see ``quantize``)
 
 
-def quantize(out, radius: float):
-    """The release rounded to a fixed grid (GRID r^2; weights: GRID), the same for both datasets.
+def quantize(outs: list, radius: float) -> np.ndarray:
+    """Releases (matrices, Spectral or released weights) as one array, rounded to a fixed grid (GRID r^2;
+    weights: GRID), the same for both datasets.
 
     A floating-point release leaks through its low-order bits (Mironov 2012): Sigma(D') + noise is
     rounded to the ulp of Sigma(D')'s entries, Sigma(D) + noise = noise is not, and a classifier finds
     that perfectly. That leak is real but is not what a mechanism's analysis is about; rounding to a
     data-independent grid is post-processing, so every bound stays valid and the leak is gone."""
-    weights = getattr(out, "weights", None)
-    if weights is not None:
-        return np.round(np.asarray(weights, float) / GRID) * GRID
+    if getattr(outs[0], "weights", None) is not None:
+        return np.round(np.array([np.asarray(o.weights, float).ravel() for o in outs]) / GRID) * GRID
     q = GRID * radius**2
-    return np.round(as_matrix(out) / q) * q
+    return np.round(np.array([as_matrix(o) for o in outs]) / q) * q
 
 
-def features(reference: Reference, out, entries: bool) -> np.ndarray:
-    """The hand-picked statistics (HAND_NAMES, each the likelihood ratio or a symptom of one kind of
-    mistake), then basis-free features for a learned attack: the sorted eigenvalues, |<v_i, e_j>| of
-    the top three eigenvectors and, at small d (``entries``), the entries of the upper triangle."""
-    if np.ndim(out) == 1:  # a released model's weights (output perturbation), not a matrix
-        w = np.asarray(out, float).ravel()
-        return np.nan_to_num(np.concatenate([w, [np.linalg.norm(w)]]), posinf=1e300, neginf=-1e300)
-    S = as_matrix(out)
-    u = _upper(S)
+def features(reference: Reference, outs: np.ndarray, entries: bool) -> np.ndarray:
+    """One row per release (``quantize``'s array: matrices, or weights): the hand-picked statistics (HAND_NAMES, each the
+    likelihood ratio or a symptom of one kind of mistake), then basis-free features for a learned
+    attack: the sorted eigenvalues, |<v_i, e_j>| of the top three eigenvectors and, at small d
+    (``entries``), the entries of the upper triangle."""
+    if np.ndim(outs) == 2:  # a released model's weights (output perturbation), not a matrix
+        W = np.array(outs, dtype=float)
+        return np.nan_to_num(np.column_stack([W, np.linalg.norm(W, axis=1)]), posinf=1e300, neginf=-1e300)
+    S = np.array(outs, dtype=float)  # (runs, d, d)
+    d = S.shape[1]
+    rows, cols = np.triu_indices(d)
+    U = S[:, rows, cols]
     r = reference
     change = r.b - r.a
     mid = (r.a + r.b) / 2
     moved = np.abs(change) > 0
-    z = (u - mid)[moved] / change[moved] if np.any(moved) else np.zeros(1)
+    Z = (U - mid)[:, moved] / change[moved] if np.any(moved) else np.zeros((len(S), 1))
     values, vectors = np.linalg.eigh(S)
-    values, vectors = values[::-1], vectors[:, ::-1]
+    values, vectors = values[:, ::-1], vectors[:, :, ::-1]
     dv = r.values_b - r.values_a
-    top = vectors[:, 0]
+    top = vectors[:, :, 0]
     scale = max(float(np.linalg.norm(r.change)), 1e-300)
-    hand = [
-        (u - mid) @ change,  # Gaussian noise on the upper triangle: the likelihood ratio
-        np.sum(np.abs(u - r.a) - np.abs(u - r.b)),  # Laplace noise on the upper triangle: the ratio
-        z.min(), z.max(),  # the corners of additive Laplace noise (extreme regions)
-        _log(float(np.linalg.norm(u - r.a))), _log(float(np.linalg.norm(u - r.b))),  # noise scale
-        values @ (dv if np.any(dv) else np.eye(len(values))[0]),  # eigenvalues along their change
-        np.sum(np.abs(values - r.values_a) - np.abs(values - r.values_b)),  # Laplace eigenvalues
-        float(np.trace(S)),
-        float(top @ r.change @ top) / scale,  # an exponential mechanism's score change at its draw
-        float(top @ r.top_a) ** 2, float(top @ r.top_b) ** 2,
-        values[0], values[-1],
-    ]
-    extra = [values, np.abs(vectors[:, :3]).T.ravel()]
+    with np.errstate(divide="ignore"):
+        dist_a = np.log(np.linalg.norm(U - r.a, axis=1))
+        dist_b = np.log(np.linalg.norm(U - r.b, axis=1))
+    hand = np.column_stack([
+        (U - mid) @ change,  # Gaussian noise on the upper triangle: the likelihood ratio
+        np.sum(np.abs(U - r.a) - np.abs(U - r.b), axis=1),  # Laplace noise on the upper triangle: the ratio
+        Z.min(axis=1), Z.max(axis=1),  # the corners of additive Laplace noise (extreme regions)
+        np.maximum(dist_a, _FLOOR), np.maximum(dist_b, _FLOOR),  # the noise's scale (0: a release equal to Sigma)
+        values @ (dv if np.any(dv) else np.eye(d)[0]),  # eigenvalues along their change
+        np.sum(np.abs(values - r.values_a) - np.abs(values - r.values_b), axis=1),  # Laplace eigenvalues
+        np.trace(S, axis1=1, axis2=2),
+        np.einsum("ri,ij,rj->r", top, r.change, top) / scale,  # an exponential mechanism's score change
+        (top @ r.top_a) ** 2, (top @ r.top_b) ** 2,
+        values[:, 0], values[:, -1],
+    ])
+    parts = [hand, values, np.abs(vectors[:, :, :3]).transpose(0, 2, 1).reshape(len(S), -1)]
     if entries:
-        extra.append(u)
-    return np.nan_to_num(np.concatenate([np.asarray(hand, float), *extra]), nan=0.0, posinf=1e300, neginf=-1e300)
+        parts.append(U)
+    return np.nan_to_num(np.column_stack(parts), nan=0.0, posinf=1e300, neginf=-1e300)

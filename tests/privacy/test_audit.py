@@ -243,23 +243,23 @@ def _script(name: str):
 
 
 def test_audit_script(capsys):
-    """scripts/audit.py NAME --options --budget: black-box and white-box through the registry only;
-    exit status 0 when the mechanism stays within its claim; bad input is refused clearly."""
+    """scripts/audit.py NAME --options --budget: the search audit (and the white-box fit) through the
+    registry only; exit status 0 when the mechanism stays within its claim; bad input is refused clearly."""
     main = _script("audit").main
-    assert main(["dp_threshold", "--options", '{"gamma": 0.5}', "--budget", "eps=1,delta=1e-3", "-T", "200",
-                 "--calibration-T", "50", "--factors", "1,0.5", "--pair", "dense"]) == 0
+    assert main(["dp_threshold", "--options", '{"gamma": 0.5}', "--budget", "eps=1,delta=1e-3", "--seconds", "4",
+                 "--factors", "1,0.5", "--white-box", "--confirmations", "1"]) == 0
     out = capsys.readouterr().out
-    assert "claim (1, 0.001)-DP" in out and "x0.5" in out and "noise ratio" in out
+    assert "claim: (1, 0.001)-DP" in out and "copy with noise x 0.5" in out and "noise ratio" in out
     with pytest.raises(ValueError, match="unknown mechanism"):
         main(["no_such_mechanism"])
     with pytest.raises(ValueError, match="unknown option"):
-        main(["gauss", "--options", '{"gamma": 1}', "-T", "10", "--factors", "1", "--pair", "swap_values"])
+        main(["gauss", "--options", '{"gamma": 1}', "--seconds", "2"])
 
 
 def test_power_table_script(tmp_path):
     table = tmp_path / "power.md"
-    _script("audit_power").main(["--lines", "lap,zero", "--T", "200", "--calibration-T", "100",
+    _script("audit_power").main(["--lines", "lap,zero", "--seconds", "3", "--calibration-T", "100",
                                  "--output", str(table)])
     rows = table.read_text().splitlines()
     assert rows[0].startswith("| line |") and rows[2].startswith("| lap | `lap` | 1-DP |")
-    assert rows[3].startswith("| zero |") and "(no noise)" in rows[3]
+    assert rows[3].startswith("| zero |") and "(no noise)" in rows[3] and "| within |" in rows[3]
