@@ -234,7 +234,7 @@ class AuditReport:
             lines.append(f"worst pair: {worst.pair}")
             lines.append(f"lower bound: {worst.describe()}")
         verdict = ("EXCEEDS its claim" if self.exceeded else "no evidence against its claim")
-        lines.append(f"verdict: {verdict} (confidence {1 - self.alpha:.0%} over the whole search: "
+        lines.append(f"verdict: {verdict} (alpha = {self.alpha:.3g} over this whole search: "
                      f"{self.confirmations} confirmation{'s' if self.confirmations != 1 else ''} at alpha/"
                      f"{self.confirmations} each)")
         return "\n".join(lines)

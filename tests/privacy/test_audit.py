@@ -246,8 +246,8 @@ def test_audit_script(capsys):
     """scripts/audit.py NAME --options --budget: the search audit (and the white-box fit) through the
     registry only; exit status 0 when the mechanism stays within its claim; bad input is refused clearly."""
     main = _script("audit").main
-    assert main(["dp_threshold", "--options", '{"gamma": 0.5}', "--budget", "eps=1,delta=1e-3", "--seconds", "4",
-                 "--factors", "1,0.5", "--white-box", "--confirmations", "1"]) == 0
+    assert main(["dp_threshold", "--options", '{"gamma": 0.5}', "--budget", "eps=1,delta=1e-3", "--runs", "150",
+                 "--factors", "1,0.5", "--white-box", "--confirmations", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "claim: (1, 0.001)-DP" in out and "copy with noise x 0.5" in out and "noise ratio" in out
     with pytest.raises(ValueError, match="unknown mechanism"):
@@ -258,7 +258,7 @@ def test_audit_script(capsys):
 
 def test_power_table_script(tmp_path):
     table = tmp_path / "power.md"
-    _script("audit_power").main(["--lines", "lap,zero", "--seconds", "3", "--calibration-T", "100",
+    _script("audit_power").main(["--lines", "lap,zero", "--seconds", "2", "--factors", "", "--calibration-T", "100",
                                  "--output", str(table)])
     rows = table.read_text().splitlines()
     assert rows[0].startswith("| line |") and rows[2].startswith("| lap | `lap` | 1-DP |")
