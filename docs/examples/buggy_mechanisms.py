@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 
-from mechanisms import PureDP, Spectral, ZCDP, register_mechanism
+from mechanisms import ApproxDP, PureDP, Spectral, ZCDP, register_mechanism
 from mechanisms.bingham import sample_bingham
 from mechanisms.gaussian import symmetric_gaussian
 from mechanisms.laplace import symmetric_laplace
+from mechanisms.thresholding import analytic_gaussian_sigma
 
 
 @register_mechanism(notion=ZCDP, label="GaussCov (correct)")
@@ -72,3 +73,12 @@ def gauss_data_norm(problem, accountant, rng):
     largest = problem.tau(int(problem.band_exponents.min())) if len(problem.band_exponents) else 0.0
     scale = math.sqrt(2) * largest**2 / problem.n / math.sqrt(2 * budget.rho)
     return problem.sigma + scale * symmetric_gaussian(problem.d, rng)
+
+
+@register_mechanism(notion=ApproxDP, label="Gaussian (eps, delta) (add/remove sensitivity)")
+def approx_forgot_sqrt2(problem, accountant, rng):
+    """The analytic Gaussian mechanism (Balle & Wang 2018) on Sigma. MISTAKE: the sensitivity of
+    add/remove-one neighbours, r^2 / n, under replace-one (sqrt(2) r^2 / n): mu x sqrt(2)."""
+    budget = accountant.spend(accountant.total, "noisy covariance")
+    sd = analytic_gaussian_sigma(problem.radius**2 / problem.n, budget)
+    return problem.sigma + sd * symmetric_gaussian(problem.d, rng)

@@ -232,20 +232,10 @@ def test_stable_gsampling_releases_on_the_audit_pair_slow():
 # --- The command-line entry points ---------------------------------------------------------------------------
 
 
-def _script(name: str):
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_audit_script(capsys):
+def test_audit_script(capsys, script):
     """scripts/audit.py NAME --options --budget: the search audit (and the white-box fit) through the
     registry only; exit status 0 when the mechanism stays within its claim; bad input is refused clearly."""
-    main = _script("audit").main
+    main = script("audit").main
     assert main(["dp_threshold", "--options", '{"gamma": 0.5}', "--budget", "eps=1,delta=1e-3", "--runs", "150",
                  "--factors", "1,0.5", "--white-box", "--confirmations", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
@@ -256,9 +246,9 @@ def test_audit_script(capsys):
         main(["gauss", "--options", '{"gamma": 1}', "--seconds", "2"])
 
 
-def test_power_table_script(tmp_path):
+def test_power_table_script(tmp_path, script):
     table = tmp_path / "power.md"
-    _script("audit_power").main(["--lines", "lap,zero", "--seconds", "2", "--factors", "", "--calibration-T", "100",
+    script("audit_power").main(["--lines", "lap,zero", "--seconds", "2", "--factors", "", "--calibration-T", "100",
                                  "--output", str(table)])
     rows = table.read_text().splitlines()
     assert rows[0].startswith("| line |") and rows[2].startswith("| lap | `lap` | 1-DP |")
