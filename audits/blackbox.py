@@ -432,6 +432,8 @@ def audit_sweep(name, budgets=None, *, seconds: float = 240.0, alpha: float = 0.
     time split by ``SWEEP_SHARES`` and alpha by the number of budgets (Bonferroni), so that the
     confidence 1 - alpha covers every budget together. Stops at the first budget whose claim is exceeded."""
     mechanism = get_mechanism(name)
+    if not 0 < alpha < 1 or not seconds > 0:
+        raise ValueError(f"alpha must be in (0, 1) and seconds > 0, got alpha={alpha!r}, seconds={seconds!r}")
     budgets = list(budgets) if budgets is not None else list(SWEEP_BUDGETS[mechanism.notion])
     shares = SWEEP_SHARES if len(budgets) == len(SWEEP_SHARES) else (1 / len(budgets),) * len(budgets)
     started, reports = time.perf_counter(), []

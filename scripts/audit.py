@@ -73,10 +73,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--white-box", action="store_true", help="also fit the noise (registered lines)")
     parser.add_argument("--quiet", action="store_true", help="print only the result")
     args = parser.parse_args(argv)
+    if not args.seconds > 0:
+        parser.error(f"--seconds must be > 0, got {args.seconds:g}")
+    if not 0 < args.alpha < 1:
+        parser.error(f"--alpha must be in (0, 1), got {args.alpha:g}")
+    if args.confirmations < 1:
+        parser.error(f"--confirmations must be >= 1, got {args.confirmations}")
+    if args.runs is not None and args.runs < 10:
+        parser.error(f"--runs must be >= 10, got {args.runs}")
 
     mechanism = get_mechanism(args.name)  # a clear error for an unknown name or a broken plug-in
     line = _registered_line(args.name)
-    options = json.loads(args.options) if args.options else None
+    try:
+        options = json.loads(args.options) if args.options else None
+    except json.JSONDecodeError as err:
+        parser.error(f"--options must be a JSON object, e.g. '{{\"gamma\": 0.5}}' ({err})")
+    if options is not None and not isinstance(options, dict):
+        parser.error(f"--options must be a JSON object, got {args.options!r}")
     if line is None:
         budget = parse_budget(args.budget) if args.budget else lines.DEFAULT_BUDGETS[mechanism.notion]
         line = lines.line_for(args.name, args.name, options or {}, budget, "command line")
@@ -119,5 +132,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (ValueError, TypeError) as err:  # unknown mechanism or option, a plug-in that does not import, ...
+        print(f"audit.py: error: {err}", file=sys.stderr)
+        sys.exit(2)
 

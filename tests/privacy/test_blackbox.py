@@ -179,3 +179,14 @@ def test_false_alarm_rate_of_a_correct_mechanism_slow():
     flags = sum(audit("buggy_mechanisms:correct_gauss", pairs=[PairSpec("swap_values", 10), PairSpec("grow", 2)],
                       runs=3000, confirmations=2, gaussian=True, seed=seed).exceeded for seed in range(40))
     assert flags <= 5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["gauss", "--seconds", "0"], "--seconds must be > 0"), (["gauss", "--alpha", "2"], "--alpha must be in"),
+    (["gauss", "--options", "{bad"], "--options must be a JSON object"),
+    (["gauss", "--options", "[1]"], "--options must be a JSON object"),
+    (["gauss", "--confirmations", "0"], "--confirmations must be >= 1")])
+def test_audit_script_refuses_bad_arguments(script, capsys, args, message):
+    with pytest.raises(SystemExit):
+        script("audit").main(args)
+    assert message in capsys.readouterr().err
