@@ -182,7 +182,8 @@ def test_plugin_on_a_dask_cluster_matches_local(experiment):
 @pytest.mark.skipif(not (ROOT / "scripts" / "audit.py").exists(), reason="scripts/audit.py (issue 16) not present")
 def test_the_audit_entry_point_accepts_the_example_plugin():
     env = {"PYTHONPATH": f"{ROOT}:{EXAMPLES}", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "scripts/audit.py", EXAMPLE, "--runs", "150", "--budget", "rho=0.1", "--quiet"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "scripts/audit.py", EXAMPLE, "--runs", "40", "--budget", "rho=0.1",
+                          "--confirmations", "1", "--quiet"], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr  # 1: the audited bound exceeds the claim
     assert EXAMPLE in out.stdout

@@ -236,7 +236,7 @@ def test_audit_script(capsys, script):
     """scripts/audit.py NAME --options --budget: the search audit (and the white-box fit) through the
     registry only; exit status 0 when the mechanism stays within its claim; bad input is refused clearly."""
     main = script("audit").main
-    assert main(["dp_threshold", "--options", '{"gamma": 0.5}', "--budget", "eps=1,delta=1e-3", "--runs", "150",
+    assert main(["dp_threshold", "--options", '{"gamma": 0.5}', "--budget", "eps=1,delta=1e-3", "--runs", "60",
                  "--factors", "1,0.5", "--white-box", "--confirmations", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "claim: (1, 0.001)-DP" in out and "copy with noise x 0.5" in out and "noise ratio" in out
