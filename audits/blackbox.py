@@ -114,8 +114,9 @@ class Sampler:
     releases: int = 0
     busy: float = 0.0  # wall seconds spent releasing
 
-    def sample(self, requests: list[tuple[int, Pair, int, str, int]]) -> list[np.ndarray]:
-        """requests: (pair key, pair, side 0/1, phase, count) -> one feature array per request."""
+    def sample(self, requests: list[tuple[int, Pair, int, str, int]], parallel: bool = True) -> list[np.ndarray]:
+        """requests: (pair key, pair, side 0/1, phase, count) -> one feature array per request
+        (``parallel=False``: in this process, e.g. to time a release)."""
         tasks, owners = [], []
         for r, (key, pair, side, phase, count) in enumerate(requests):
             entries = pair.problems[side].d <= ENTRIES_MAX_D
@@ -126,7 +127,7 @@ class Sampler:
                                                     self.plugins))
                 owners.append(r)
         start = time.perf_counter()
-        if self.n_jobs == 1 or len(tasks) == 1:
+        if not parallel or self.n_jobs == 1 or len(tasks) == 1:
             results = [fn(*args, **kwargs) for fn, args, kwargs in tasks]
         else:
             results = Parallel(n_jobs=self.n_jobs)(tasks)
@@ -380,12 +381,8 @@ def _pilot(sampler: Sampler, specs: list, log, first_key: int = 0) -> tuple[list
         try:
             pair = spec.build() if isinstance(spec, PairSpec) else spec
             start = time.perf_counter()
-            saved = sampler.n_jobs
-            sampler.n_jobs = 1
-            try:
-                sampler.sample([(first_key + i, pair, 0, "pilot", 3), (first_key + i, pair, 1, "pilot", 3)])
-            finally:
-                sampler.n_jobs = saved
+            sampler.sample([(first_key + i, pair, 0, "pilot", 3), (first_key + i, pair, 1, "pilot", 3)],
+                           parallel=False)
             cost = (time.perf_counter() - start) / 6
         except (ValueError, TypeError, ArithmeticError, RuntimeError) as err:
             what = spec.describe() if hasattr(spec, "describe") else str(spec)

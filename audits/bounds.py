@@ -241,10 +241,6 @@ class Bound:
     event: Event
     counts: tuple[int, int, int]  # k1 (numerator dataset), k0, runs per dataset
 
-    def describe(self) -> str:
-        k1, k0, n = self.counts
-        return f"{k1}/{n} vs {k0}/{n}"
-
 
 def confirm(event: Event, s0: np.ndarray, s1: np.ndarray, claim: Claim, level: float) -> Bound:
     """The bound of a fixed event on fresh runs (s0 from D, s1 from D'), each probability at ``level``."""

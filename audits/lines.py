@@ -110,10 +110,6 @@ def mu_lower_bound(s0, s1, alpha: float = ALPHA) -> Bound:
     return split_bound(s0, s1, Claim.of(ZCDP(0.5), gaussian=True), alpha)
 
 
-def rho_lower_bound(s0, s1, alpha: float = ALPHA) -> Bound:
-    return split_bound(s0, s1, Claim.of(ZCDP(0.5)), alpha)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Neighbouring datasets and statistics
 

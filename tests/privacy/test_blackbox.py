@@ -9,6 +9,7 @@ n_jobs, the command line's exit status. Slow: every buggy plug-in is flagged by 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,41 @@ def test_quantize_is_a_fixed_grid():
 # --- The audit on plug-ins --------------------------------------------------------------------------------
 
 
+def test_unrounded_releases_leak_their_low_bits():
+    """What the rounding removes: a correct GaussCov on all-zero data against one unit row. Unrounded,
+    a fixed statistic of the release (|u - a| - |u - b| on the moved entry) takes values on D that never
+    occur on D' (the ulp pattern of Sigma(D') + noise); rounded to the grid, it does not."""
+    import numpy as np
+    from audits.pairs import features
+    from mechanisms import release
+    pair = PairSpec("zeros", 3).build()
+    j = HAND_NAMES.index("laplace_llr")
+
+    def column(side, rounded):
+        rng = np.random.default_rng(side)
+        outs = [release("gauss", pair.problems[side], ZCDP(0.5), rng, clamp=False)[0] for _ in range(3000)]
+        array = quantize(outs, 1.0) if rounded else np.array(outs)
+        return features(pair.reference, array, True)[:, j]
+
+    for rounded, leak in ((False, True), (True, False)):
+        on_d, on_dp = column(0, rounded), column(1, rounded)
+        outside = np.mean((on_d < on_dp.min()) | (on_d > on_dp.max()))
+        assert (outside > 0.05) == leak, (rounded, outside)
+
+
+def test_the_delta_point_is_nearly_blind_to_a_gaussian_mistake():
+    """README: an analytic Gaussian with sqrt(2) too little noise at (1, 1e-5) sits only ~6e-4 below the
+    (eps, delta) region's FNR at FPR 1e-3, at (0.25, 0.1) by ~0.1 (the sweep's delta = 0.1 budgets)."""
+    from audits.bounds import gaussian_mu
+
+    def gap(eps, delta, fpr):
+        mu = math.sqrt(2) * gaussian_mu(eps, delta)
+        fnr = norm.cdf(norm.isf(fpr) - mu)  # the mistaken mechanism's best test
+        return max(1 - delta - math.exp(eps) * fpr, math.exp(-eps) * (1 - delta - fpr)) - fnr
+    assert 3e-4 < gap(1.0, 1e-5, 1e-3) < 1e-3
+    assert max(gap(0.25, 0.1, f) for f in np.linspace(0.01, 0.5, 50)) > 0.05
+
+
 def test_the_float_low_bit_leak_is_not_a_finding():
     """Without the rounding (audits.pairs.quantize), a classifier separated a correct GaussCov's releases
     on all-zero data (2870 of 12656 runs against 1): the low bits of Sigma + noise. Now it finds nothing."""
@@ -180,6 +216,15 @@ def test_false_alarm_rate_of_a_correct_mechanism_slow():
     flags = sum(audit("buggy_mechanisms:correct_gauss", pairs=[PairSpec("swap_values", 10), PairSpec("grow", 2)],
                       runs=3000, confirmations=2, gaussian=True, seed=seed).exceeded for seed in range(40))
     assert flags <= 5
+
+
+def test_audit_script_errors_are_one_line_with_status_2():
+    import subprocess
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "scripts/audit.py", "no_such_mechanism"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.startswith("audit.py: error: unknown mechanism")
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("args, message", [
