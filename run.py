@@ -10,6 +10,7 @@ from omegaconf import open_dict
 
 from experiments.config import ConfigError, build_experiment, check_command_line, job_output_dir, open_key_overrides
 from experiments.runner import Interrupted, run_experiment
+from figures.plot import draw
 
 warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"  # one line each
 
@@ -26,14 +27,15 @@ def main(cfg) -> None:
     except ConfigError as err:
         sys.exit(f"config error: {err}")
     try:
-        out = run_experiment(experiment)
+        out = run_experiment(experiment)  # runs and stores ...
+        png, _ = draw(experiment, out)  # ... then the figures are drawn from the stored summary
     except Interrupted as stop:
         print(f"interrupted: {stop.kept} runs kept in {stop.results}; re-run the same command to resume",
               file=sys.stderr, flush=True)
         sys.exit(130)
     except (ValueError, OSError) as err:  # bad data, files or directories: say what, without a traceback
         sys.exit(f"error: {err}")
-    print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {out.figure_png} (+ .pdf)\n"
+    print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {png} (+ .pdf)\n"
           f"config:  {out.config}")
 
 

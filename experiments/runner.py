@@ -18,17 +18,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs, parallel_config
 from threadpoolctl import threadpool_limits
 
-from data.registry import get_dataset
-from mechanisms.problem import CovProblem
-from mechanisms.regression import RidgeTask
 from mechanisms.registry import import_plugins, plugin_modules, release
 
 from .config import Experiment
+from .instances import Instance, build_instance, data_params, resampled
 from .metrics import evaluate
 from .seeding import canonical, generator, params_key
 from .store import ResultsStore, row_keys
@@ -40,54 +37,12 @@ STATS = ("mean", "std", "sem", "median", "count")
 class Outputs:
     results: Path
     summary: Path
-    figure_png: Path | None
-    figure_pdf: Path | None
     config: Path
     new_rows: int
 
-
-def data_params(dataset_name: str, point: dict) -> dict:
-    return {k: point[k] for k in get_dataset(dataset_name).param_names()}
-
-
-@dataclass(frozen=True)
-class Instance:
-    """A dataset instance: what mechanisms see, what errors are measured against, and columns."""
-
-    problem: CovProblem
-    truth: np.ndarray
-    info: dict
-
-
-def resampled(experiment: Experiment, point: dict) -> bool:
-    """Whether the dataset draws a fresh sample for every trial at this grid point."""
-    dataset = get_dataset(experiment.dataset)
-    return dataset.resampled is not None and dataset.resampled(data_params(experiment.dataset, point))
-
-
-def build_instance(experiment: Experiment, point: dict, trial: int | None = None) -> Instance:
-    """The dataset instance of a grid point: seeded by its data parameters only, so every trial,
-    mechanism and privacy budget at these data parameters sees the same rows -- or, for a
-    resampled dataset, by the data parameters and ``trial`` (every mechanism and budget of a trial
-    sees the same sample)."""
-    dataset = get_dataset(experiment.dataset)
-    params = data_params(experiment.dataset, point)
-    key = params_key(params) + (() if trial is None else (f"trial={trial}",))
-    rng = generator(experiment.seed, "data", dataset.name, *key)
-    # One BLAS thread here too: sums in a fixed order, so the shared statistics (and every number
-    # after them) do not depend on how many threads the environment gives BLAS (exact resume).
-    with threadpool_limits(limits=1):
-        data = dataset.load(params, rng, experiment.data_dir)
-        ridge = None
-        if experiment.ridge_alpha is not None and data.target is not None:
-            ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
-        if data.X is None:  # a simulated statistic (Data.sigma of Data.n rows)
-            problem = CovProblem.from_sigma(data.sigma, data.n, radius=data.radius)
-        else:
-            problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
-    truth = problem.sigma if data.truth is None else data.truth
-    return Instance(problem, truth, {"data_trace": problem.trace,
-                                     **{f"data_{k}": v for k, v in data.info.items()}})
+    @property
+    def directory(self) -> Path:
+        return self.summary.parent
 
 
 def line_spec(experiment: Experiment, name: str) -> str:
@@ -345,19 +300,20 @@ class Interrupted(KeyboardInterrupt):
         self.kept, self.results = kept, results
 
 
-def run_experiment(experiment: Experiment, make_figure: bool = True) -> Outputs:
+def run_experiment(experiment: Experiment) -> Outputs:
     """Run what results.csv does not hold yet (one run at a time per output directory), then write
-    summary.csv, the figures and config.yaml. Ctrl-C raises ``Interrupted`` (every finished run kept)."""
+    summary.csv and config.yaml (the figures are drawn from them: figures.plot.write_figures).
+    Ctrl-C raises ``Interrupted`` (every finished run kept)."""
     store = ResultsStore(experiment.output_dir, experiment.fingerprint())
     with store.locked():
         try:
-            return _run(experiment, store, make_figure)
+            return _run(experiment, store)
         except KeyboardInterrupt:
             frame = store.load()
             raise Interrupted(int(in_experiment(experiment, frame).sum()), store.results) from None
 
 
-def _run(experiment: Experiment, store: ResultsStore, make_figure: bool) -> Outputs:
+def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
     frame = store.load()
     check_rows(experiment, store, frame)
     outside = int((~in_experiment(experiment, frame)).sum())
@@ -388,21 +344,5 @@ def _run(experiment: Experiment, store: ResultsStore, make_figure: bool) -> Outp
         raise ValueError(f"{store.results}: {err}") from None
     summary_path = store.dir / "summary.csv"
     summary.to_csv(summary_path, index=False)
-    png, pdf = write_figures(experiment, summary, store.dir) if make_figure else (None, None)
-    return Outputs(store.results, summary_path, png, pdf, config_path, new_rows)
+    return Outputs(store.results, summary_path, config_path, new_rows)
 
-
-def write_figures(experiment: Experiment, summary: pd.DataFrame, directory: Path):
-    """figure.png/.pdf (the first metric) and figure_<metric>.png/.pdf for the others, from a
-    summary; returns the first metric's (png, pdf), or (None, None) for an empty summary."""
-    from figures.plot import plot_summary  # plotting reads only the summary
-
-    png = pdf = None
-    if summary.empty:
-        return png, pdf
-    for metric in reversed(experiment.metrics):  # figure.png: the first metric; others by name
-        stem = "figure" if metric == experiment.metrics[0] else f"figure_{metric}"
-        png, pdf = plot_summary(summary, experiment.figure, metric, Path(directory) / stem,
-                                title=experiment.figure.title or experiment.paper_figure,
-                                params=experiment.param_names(), experiment=experiment)
-    return png, pdf

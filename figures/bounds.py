@@ -1,7 +1,8 @@
 """Dong et al. 2022, Fig. 1: the known worst-case bounds (tr = 1) as functions of d at a fixed n,
-computed from experiments/theory.worst_case_bounds (no data, no runs)."""
+computed in closed form (no data, no runs)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +14,23 @@ STEM = "dong2022/fig1/figure"  # under results/
 N = 10_000
 
 
-def plot_bounds(stem: Path, n: int = N) -> tuple[Path, Path]:
-    from experiments.theory import worst_case_bounds
+def worst_case_bounds(d, n: float) -> dict[str, np.ndarray]:
+    """The curves of Dong et al. Fig. 1 (error of Sigma = X^T X / n, rows in the unit ball, O~ with the
+    privacy parameter and polylog factors dropped), capped at 1 (the zero matrix's error):
+    upper bounds GaussCov d/n, EMCov (Amin) d^3/4/sqrt n + sqrt d/n, SeparateCov d^1/4/sqrt n + sqrt d/n;
+    lower bounds sqrt d/n (mean estimation) and d/n for d < sqrt n (Kasiviswanathan et al.)."""
+    d = np.asarray(d, dtype=float)
+    cap = lambda v: np.minimum(v, 1.0)  # noqa: E731
+    return {
+        "GaussCov upper: $d/n$": cap(d / n),
+        r"EMCov upper: $d^{3/4}/\sqrt{n} + \sqrt{d}/n$": cap(d**0.75 / math.sqrt(n) + np.sqrt(d) / n),
+        r"SeparateCov upper: $d^{1/4}/\sqrt{n} + \sqrt{d}/n$": cap(d**0.25 / math.sqrt(n) + np.sqrt(d) / n),
+        r"lower bound: $\sqrt{d}/n$, and $d/n$ for $d < \sqrt{n}$": cap(np.where(d < math.sqrt(n), d / n,
+                                                                                  np.sqrt(d) / n)),
+    }
 
+
+def plot_bounds(stem: Path, n: int = N) -> tuple[Path, Path]:
     d = np.logspace(0, np.log10(float(n) ** 2.5), 400)
     curves = worst_case_bounds(d, n)
     looks = {"GaussCov": style_for("GaussCov"), "EMCov": style_for("EMCov"),

@@ -26,6 +26,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from experiments.theory import read_spectra
+
 from .plot import Panel, build_figure, save
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,8 +99,6 @@ def check_spec(spec: dict, path: Path) -> dict:
 
 def _summary(results: Path, name: str, cache: dict) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]:
     if name not in cache:
-        from experiments import theory
-
         directory = results / name
         path = directory / "summary.csv"
         if not path.exists():
@@ -108,7 +108,7 @@ def _summary(results: Path, name: str, cache: dict) -> tuple[pd.DataFrame, dict,
         variants = {k: {"mechanism": v["mechanism"], "budget": dict(v.get("budget") or {}),
                         "options": dict(v.get("options") or {})}
                     for k, v in (resolved.get("variants") or {}).items()}
-        cache[name] = (pd.read_csv(path), variants, theory.read_spectra(directory))
+        cache[name] = (pd.read_csv(path), variants, read_spectra(directory))
     return cache[name]
 
 

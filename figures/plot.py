@@ -1,7 +1,8 @@
 """summary.csv -> figure, in the papers' layouts: a grid of labelled panels ((a), (b), ...), one line per
 mechanism (or per value of a varied parameter), log axes with the papers' ticks, the mean with a 95%
-band (mean +- 1.96 sem), one style per mechanism (figures/style.py), a thin dashed theory line where a
-closed form exists (experiments/theory.py) and marked points where trials fell back.
+band (mean +- 1.96 sem), one style per mechanism (figures/style.py), a light dotted theory layer where
+the mechanism declares a prediction (read through experiments/theory.py), hollow markers where a line
+lies on top of another, and marked points where trials fell back.
 
 ``plot_summary`` draws one experiment's figure; ``render`` draws any list of ``Panel``s (composite
 figures: figures/composite.py)."""
@@ -21,6 +22,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
+from experiments.theory import predicted_error, prediction_of, read_spectra, row_params  # noqa: E402
+
 from .style import figure_styles, paper_name  # noqa: E402
 
 PRETTY = {"rho": "ρ", "eps": "ε", "delta": "δ", "kappa": "κ", "name": "data"}
@@ -29,7 +32,7 @@ METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
                  "l2": r"relative $\ell_2$ error $\|\Sigma^+ - U\|_2 / \|U\|_2$",
                  "l1": r"relative $\ell_1$ error $\|\Sigma^+ - U\|_1 / \|U\|_1$",
                  "mahalanobis": r"Mahalanobis error $\|\Sigma^{-1/2}\tilde\Sigma\Sigma^{-1/2} - I\|_F$"}
-THEORY_METRICS = ("fro", "fro_rel", "mahalanobis")  # the metrics experiments/theory.py predicts
+THEORY_METRICS = ("fro", "fro_rel", "mahalanobis")  # the metrics a prediction speaks to (mechanisms/predictions.py)
 FALLBACKS = "fallbacks"  # summary column: trials at a point whose release fell back (0 if absent)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -136,27 +139,25 @@ def overlapping_tick_labels(fig) -> list[tuple[str, str]]:
 
 def _theory_line(panel: Panel, name: str, rows: pd.DataFrame) -> tuple[list, list, str] | None:
     """(x, predicted, legend text) for line ``name`` of a panel, or None without a closed form."""
-    from experiments import theory
-
     if panel.metric not in THEORY_METRICS:
         return None
     spec = panel.variants.get(name, {})
     if spec.get("options"):  # a variant with its own calibration: the closed form does not apply
         return None
     mechanism = spec.get("mechanism", name)
-    if mechanism not in theory.KIND:
+    prediction = prediction_of(mechanism)
+    if prediction is None:
         return None
     xs, ys = [], []
     for row in rows.to_dict("records"):
         try:
-            value = theory.predicted_error(mechanism, theory.row_params(row, panel.spectra, spec.get("budget")),
-                                           panel.metric)
+            value = predicted_error(mechanism, row_params(row, panel.spectra, spec.get("budget")), panel.metric)
         except (ValueError, KeyError, TypeError):
             value = None
         if value is not None and np.isfinite(value):  # points without a closed form are left out
             xs.append(row[panel.x])
             ys.append(value)
-    return (xs, ys, theory.theory_label(mechanism)) if xs else None
+    return (xs, ys, prediction.legend()) if xs else None
 
 
 # --- drawing ------------------------------------------------------------------------------------------
@@ -199,12 +200,13 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
     """The matplotlib figure of ``panels`` (not saved; the caller closes it)."""
     columns = min(columns or len(panels), len(panels))
     rows = -(-len(panels) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.0 * columns, 3.5 * rows + 0.6), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(max(4.0 * columns, 6.0), 3.5 * rows + 0.3), squeeze=False)
     for ax in axes.flat[len(panels):]:  # a last row that is not full
         ax.set_visible(False)
     styles = line_styles(panels)
     handles: dict[str, object] = {}
     theory_handles: dict[str, object] = {}
+    notes: dict[str, object] = {}  # legend notes: lines drawn on top of one another
     fell_back = False
     for index, (ax, panel) in enumerate(zip(axes.flat, panels)):
         mean = panel.frame[f"err_{panel.metric}_mean"]
@@ -212,6 +214,7 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
         frame = panel.frame.assign(_mean=mean, _low=mean - 1.96 * sem, _high=mean + 1.96 * sem,
                                    _fallbacks=panel.frame[FALLBACKS].fillna(0) if FALLBACKS in panel.frame else 0)
         extremes, predicted = [], []  # measured means; theory values (they may leave the axes)
+        drawn_lines: list[tuple[str, pd.Series]] = []  # (legend text, mean by x) of this panel's lines
         for name, label, values in _line_keys(panel):
             mask = (frame.mechanism == name) & (frame.label == label)
             for param, value in zip(panel.lines, values):
@@ -222,8 +225,17 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
             if panel.lines:
                 described = ", ".join(describe(p, v) for p, v in zip(panel.lines, values))
                 text = described if panel.lines_by_value_only else f"{text}, {described}"
-            handle, = ax.plot(line[panel.x], line["_mean"], color=style.colour, marker=style.marker,
-                              linestyle=style.linestyle, ms=4, lw=1.4, label=text)
+            means = pd.Series(line["_mean"].to_numpy(), index=line[panel.x].to_numpy())
+            under = next((other for other, other_means in drawn_lines if coincide(means, other_means)), None)
+            if under is None:
+                handle, = ax.plot(line[panel.x], line["_mean"], color=style.colour, marker=style.marker,
+                                  linestyle=style.linestyle, ms=4, lw=1.4, label=text)
+            else:  # on top of an earlier line: a hollow, larger marker keeps both visible
+                handle, = ax.plot(line[panel.x], line["_mean"], color=style.colour, marker=style.marker,
+                                  linestyle=style.linestyle, ms=8, lw=1.0, markerfacecolor="none",
+                                  markeredgewidth=1.3, label=text, zorder=3)
+                notes.setdefault(f"{text}: hollow markers, on top of {under}", handle)
+            drawn_lines.append((text, means))
             if not panel.lines:  # lines by parameter value get the panel's own legend
                 handles.setdefault(text, handle)
             low = line["_low"].where(line["_low"] > 0, line["_mean"] / 10) if panel.logy else line["_low"]
@@ -237,8 +249,12 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
             prediction = _theory_line(panel, name, line) if theory and not panel.lines else None
             if prediction is not None:
                 xs, ys, kind = prediction
-                handle, = ax.plot(xs, ys, color=style.colour, linestyle=(0, (4, 2)), lw=0.9, alpha=0.9)
-                theory_handles.setdefault(f"{paper_name(label)}: {kind}", handle)
+                # theory: a light, wide dotted band under the data (never dashed: dashes are "as published")
+                handle, = ax.plot(xs, ys, color=style.colour, linestyle=THEORY_LINESTYLE, lw=2.2, alpha=0.4,
+                                  dash_capstyle="round", zorder=1)
+                on_line = coincide(pd.Series(ys, index=xs), means)
+                theory_handles.setdefault(f"{paper_name(label)}: {kind}" + (" (on the measured line)" if on_line
+                                                                            else ""), handle)
                 predicted += [min(ys), max(ys)]
         if panel.logx:
             ax.set_xscale("log")
@@ -269,18 +285,64 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
         if panel.lines:
             ax.legend(fontsize=6, loc="best")
     legend = dict(handles)
-    legend.update(theory_handles)
+    legend.update(notes)
+    if theory_handles:  # the theory layer under its own heading
+        legend["theory (light dotted):"] = Line2D([], [], linestyle="none")
+        legend.update(theory_handles)
     if fell_back:
         legend["○ trials fell back (no release) at this point"] = Line2D(
             [], [], linestyle="none", marker="o", ms=9, markerfacecolor="none", markeredgecolor="black")
     if title:
         fig.suptitle(title, fontsize=10)
-    ncol = max(1, min(len(legend), max(2, columns * 2)))
-    if legend:
-        fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
-    legend_rows = -(-len(legend) // ncol)
-    fig.tight_layout(rect=(0, 0.03 + 0.028 * legend_rows * 3.5 / fig.get_figheight(), 1, 1))
+    place_legend(fig, legend, max(2, columns * 2))
     return fig
+
+
+THEORY_LINESTYLE = (0, (0.3, 2.2))  # round dots (as-published lines are dashed)
+
+
+def coincide(a: pd.Series, b: pd.Series, tolerance: float = 0.02) -> bool:
+    """Whether two lines (value by x) lie on top of each other: at least two shared x, each within
+    ``tolerance`` relative to the larger value."""
+    shared = a.index.intersection(b.index)
+    if len(shared) < 2:
+        return False
+    x, y = a.loc[shared].to_numpy(dtype=float), b.loc[shared].to_numpy(dtype=float)
+    scale = np.maximum(np.abs(x), np.abs(y))
+    return bool(np.all(np.abs(x - y) <= tolerance * np.where(scale > 0, scale, 1)))
+
+
+def place_legend(fig, legend: dict, most_columns: int) -> None:
+    """The figure's legend below the panels, in as many columns as fit the figure's width, and the
+    panels laid out above it from its measured height: it never covers a panel or an axis label."""
+    if not legend:
+        fig.tight_layout()
+        return
+    renderer = fig.canvas.get_renderer()
+    for ncol in range(max(1, min(len(legend), most_columns)), 0, -1):
+        box = fig.legend(legend.values(), legend.keys(), loc="lower center", bbox_to_anchor=(0.5, 0.0),
+                         ncol=ncol, fontsize=7, frameon=False)
+        extent = box.get_window_extent(renderer)
+        if extent.width <= 0.98 * fig.bbox.width or ncol == 1:
+            break
+        box.remove()
+    # the figure grows by the legend's height, so the panels keep their size
+    legend_inches = extent.height / fig.dpi + 0.1
+    fig.set_figheight(fig.get_figheight() + legend_inches)
+    fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1))
+
+
+def legend_clashes(fig) -> list[str]:
+    """Axes whose labels, ticks or panel overlap the figure's legend (after drawing)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    clashes = []
+    for box in fig.legends:
+        extent = box.get_window_extent(renderer)
+        for ax in fig.axes:
+            if ax.get_visible() and ax.get_tightbbox(renderer).overlaps(extent):
+                clashes.append(ax.get_xlabel().replace("\n", " "))
+    return clashes
 
 
 def experiment_variants(experiment) -> dict:
@@ -336,12 +398,30 @@ def plot_summary(summary: pd.DataFrame, figure, metric: str, stem: Path, title: 
     parameter in ``params`` that varies. ``experiment`` (optional) gives the variants' mechanisms and
     budgets (theory overlays) and the sweep's panel order; ``spectra`` the data's eigenvalues
     (theory.SPECTRUM_FILE; read from the figure's directory when not given)."""
-    from experiments import theory
-
     if spectra is None:
-        spectra = theory.read_spectra(Path(stem).parent)
+        spectra = read_spectra(Path(stem).parent)
     order = {k: list(v) for k, v in experiment.sweep.items()} if experiment is not None else None
     panels, columns = summary_panels(summary, figure, metric, params, experiment_variants(experiment),
                                      spectra, order)
     # figure.theory (default on) turns the overlays off where a config sets it false
     return render(panels, stem, columns, title, theory=getattr(figure, "theory", True))
+
+
+def write_figures(experiment, summary: pd.DataFrame, directory: Path):
+    """figure.png/.pdf (the first metric) and figure_<metric>.png/.pdf for the others, from an
+    experiment's summary (and the spectrum.csv beside it, if any); returns the first metric's
+    (png, pdf), or (None, None) for an empty summary."""
+    png = pdf = None
+    if summary.empty:
+        return png, pdf
+    for metric in reversed(experiment.metrics):  # figure.png: the first metric; others by name
+        stem = "figure" if metric == experiment.metrics[0] else f"figure_{metric}"
+        png, pdf = plot_summary(summary, experiment.figure, metric, Path(directory) / stem,
+                                title=experiment.figure.title or experiment.paper_figure,
+                                params=experiment.param_names(), experiment=experiment)
+    return png, pdf
+
+
+def draw(experiment, outputs) -> tuple[Path | None, Path | None]:
+    """The figures of a finished run (``experiments.runner.run_experiment``'s outputs), from its files."""
+    return write_figures(experiment, pd.read_csv(outputs.summary), outputs.directory)

@@ -1,7 +1,9 @@
 """One style per mechanism, everywhere: label -> (colour, marker, line style), and the papers' names.
 
 Rules (applied by ``style_for``):
-- a label in ``STYLES`` gets its entry;
+- a label in ``STYLES`` gets its entry: the (colour, marker) its mechanism declares in the registry
+  (``Mechanism.style``, or ``register_mechanism(..., style=...)`` for a plug-in), or a configured
+  line's below;
 - "<base> (as published...)" gets the base's colour and marker with a dashed line (the figure-matching
   calibration of another issue, e.g. "AD (as published)", "G-16 (as published, not DP on these data)");
 - any other "<base> (...)" (e.g. "SeparateCov (ρ ⇒ (ε,1e-10))") gets the base's colour and marker
@@ -15,6 +17,8 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 
+from mechanisms.registry import MECHANISMS, declared_plugins
+
 
 @dataclass(frozen=True)
 class Style:
@@ -27,34 +31,22 @@ class Style:
         return self.colour, self.marker, self.linestyle
 
 
-STYLES = {
-    # Dong, Liang & Yi 2022 (zCDP and pure DP)
-    "EMCov": Style("tab:purple", "v"),
-    "GaussCov": Style("tab:blue", "o"),
-    "SeparateCov": Style("tab:orange", "s"),
-    "AdaptiveCov": Style("tab:green", "^"),
-    "Zero": Style("tab:gray", "x"),
-    "LapCov": Style("tab:cyan", "h"),
-    "ClipGaussCov": Style("#1f3b73", "o"),
-    "ClipSeparateCov": Style("#a65c00", "s"),
-    "Projection (App. E)": Style("tab:brown", "D"),
-    "CoinPress (t=1)": Style("tab:pink", "P"),
-    # Amin et al. 2019
-    "AD": Style("tab:red", "o"),
-    "IT-U": Style("tab:olive", "v"),
-    "KT": Style("tab:brown", "<"),
-    "L": Style("black", "x"),
-    "G-16": Style("#08306b", "d"),
-    "G-10": Style("#2171b5", "p"),
-    "G-3": Style("#6baed6", "*"),
-    "Output pert.": Style("tab:pink", ">"),
-    # Wang & Xu
-    "DP-Thresholding": Style("tab:red", "s"),
-    "LDP-Thresholding": Style("tab:purple", "D"),
-    "Gaussian (ε,δ)": Style("#4292c6", "d"),
-    # lecture notes
-    "Stable + GSampling": Style("tab:red", "*"),
-}
+def _declared_styles() -> dict[str, Style]:
+    """Each registered mechanism's declared (colour, marker), by label (labels shared by two notions,
+    e.g. SeparateCov under zCDP and pure DP, declare one look)."""
+    styles = {}
+    for mechanism in MECHANISMS.values():
+        if mechanism.style is not None:
+            style = Style(*mechanism.style)
+            if styles.setdefault(mechanism.label, style) != style:
+                raise ValueError(f"label {mechanism.label!r} is declared with two styles in the registry")
+    return styles
+
+
+# Lines that are configured, not registered: Amin et al.'s Gaussian baselines G-x (variants of
+# gauss_approx at delta = 1e-x in conf/experiment/amin_*.yaml).
+CONFIGURED_STYLES = {"G-16": Style("#08306b", "d"), "G-10": Style("#2171b5", "p"), "G-3": Style("#6baed6", "*")}
+STYLES = {**_declared_styles(), **CONFIGURED_STYLES}
 # The papers' names where ours differ (legend text).
 PAPER_NAMES = {"Zero": "Zero Matrix"}
 
@@ -77,6 +69,9 @@ def base_label(label: str) -> str:
 def style_for(label: str) -> Style:
     if label in STYLES:
         return STYLES[label]
+    for plugin in declared_plugins():  # a plug-in's declared look (its module imported in this process)
+        if plugin.label == label and plugin.style is not None:
+            return Style(*plugin.style)
     published, derived = AS_PUBLISHED.match(label), DERIVED.match(label)
     if published and published["base"] in STYLES:
         return replace(style_for(published["base"]), linestyle="--")

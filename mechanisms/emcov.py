@@ -20,6 +20,7 @@ from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
 from .gaussian import gaussian_sigma
 from .secular import compress_values, compress_vectors, rank_one_values, rank_one_vectors, sorted_values
 from .privacy import PureDP, ZCDP, Accountant
+from .predictions import Bound, Facts
 from .problem import CovProblem
 from .spectral import Spectral
 
@@ -313,3 +314,61 @@ def kapralov_talwar(problem: CovProblem, accountant: Accountant, rng: np.random.
     of projecting; uniform split of eps/2 over the eigenvectors."""
     return amin_pure(problem, accountant, rng, split="uniform", variant="subtract",
                      max_proposals=max_proposals)
+
+
+# --- predicted errors (mechanisms/predictions.py) --------------------------------------------------
+# Amin et al. Theorem 2 bounds ||C^ - C||_F by sqrt(sum_i d lambda_i(C) / eps_i) + sqrt(d) / eps_0 on
+# C = n Sigma / r^2, up to logarithms; each bound below is that leading order with the eps_i of its
+# split (true eigenvalues in place of the private ones), one constant fitted, and mapped back to
+# Sigma (x r^2 / n). The second term is the eigenvalue noise, kept at its own scale.
+
+def _on_sigma(f: Facts, a: float, b: float) -> tuple[float, float]:
+    return a * f.r2 / f.n, b * f.r2 / f.n
+
+
+def ad_terms(f: Facts, budget: PureDP) -> tuple[float, float] | None:
+    """Corollary 1 split: c sqrt(d / eps) sum_i sqrt(lambda_i(C) + 1/eps) + 4 sqrt(2d) / eps."""
+    lam = f.eigenvalues_of_c()
+    if lam is None:
+        return None
+    eps = budget.eps
+    return _on_sigma(f, math.sqrt(f.d / eps) * float(np.sum(np.sqrt(lam + 1 / eps))), 4 * math.sqrt(2 * f.d) / eps)
+
+
+def uniform_terms(f: Facts, budget: PureDP) -> tuple[float, float] | None:
+    """Uniform split eps_i = eps / (2d): c sqrt(sum_i d lambda_i(C) 2d / eps) + 4 sqrt(2d) / eps."""
+    lam = f.eigenvalues_of_c()
+    if lam is None:
+        return None
+    eps = budget.eps
+    return _on_sigma(f, f.d * math.sqrt(2 * float(np.sum(lam)) / eps), 4 * math.sqrt(2 * f.d) / eps)
+
+
+def kt_terms(f: Facts, budget: PureDP) -> tuple[float, float] | None:
+    """Kapralov & Talwar's Theorem 18 as Amin et al. §3.1 quote it: spectral error zeta lambda_1(C) once
+    lambda_1(C) >= C_1 d^4 / (eps zeta^6), i.e. zeta = (d^4 / (eps lambda_1))^(1/6); the Frobenius
+    error is at most sqrt d times that: c sqrt(d) d^(2/3) lambda_1^(5/6) eps^(-1/6) + 4 sqrt(2d) / eps."""
+    lam = f.eigenvalues_of_c()
+    if lam is None:
+        return None
+    eps, top = budget.eps, float(np.max(lam, initial=0.0))
+    return _on_sigma(f, math.sqrt(f.d) * f.d**(2 / 3) * top**(5 / 6) * eps**(-1 / 6), 4 * math.sqrt(2 * f.d) / eps)
+
+
+def emcov_zcdp_terms(f: Facts, budget: ZCDP) -> tuple[float, float] | None:
+    """Dong et al. App. C: Amin's bound with eps_i = sqrt(rho / d) (rho/(2d)-zCDP steps), so
+    c d^(3/4) sqrt(tr C) / rho^(1/4) + the Gaussian eigenvalue noise at rho/2, sqrt(2d / rho)."""
+    if f.trace is None:
+        return None
+    trace_c = max(f.trace, 0.0) * f.n / f.r2
+    return _on_sigma(f, f.d**0.75 * math.sqrt(trace_c) / budget.rho**0.25, math.sqrt(2 * f.d / budget.rho))
+
+
+AD_PREDICTION = Bound(ad_terms, constant=0.953, citation="Amin Thm 2 + Cor. 1", fitted_on=("amin2019/fig1a",))
+ITU_PREDICTION = Bound(uniform_terms, constant=0.609, citation="Amin Thm 2, uniform split",
+                       fitted_on=("amin2019/fig1a",))
+KT_PREDICTION = Bound(kt_terms, constant=0.0606, citation="Kapralov-Talwar Thm 18 (Amin §3.1)",
+                      fitted_on=("amin2019/fig1a",))
+EMCOV_PREDICTION = Bound(emcov_zcdp_terms, constant=0.391, citation="Dong App. C",
+                         fitted_on=("dong2022/fig2", "dong2022/fig3a", "dong2022/fig3b", "dong2022/fig3c",
+                                    "dong2022/fig3d"))

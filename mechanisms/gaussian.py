@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from .privacy import ZCDP, Accountant
+from .predictions import Bound, Facts, Prediction, gaussian_noise
 from .problem import CovProblem
 from .spectral import Spectral
 
@@ -111,3 +112,26 @@ def projection_cov(problem: CovProblem, accountant: Accountant, rng: np.random.G
     noisy = gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng)
     values, vectors = np.linalg.eigh(noisy)
     return Spectral(project_eigenvalues(values, problem.radius**2), vectors)
+
+
+# --- predicted errors (mechanisms/predictions.py) --------------------------------------------------
+
+# GaussCov: Sigma + s W, W ~ SGW(d), s = sqrt(2) r^2 / n / sqrt(2 rho) = r^2 / (sqrt(rho) n) (Dong §3.1).
+GAUSS_PREDICTION = gaussian_noise(lambda f, budget: f.r2 / (math.sqrt(budget.rho) * f.n))
+# The zero matrix: ||0 - Sigma||_F = ||Sigma||_F; in the Mahalanobis metric ||-I||_F = sqrt d.
+ZERO_PREDICTION = Prediction(lambda f, budget: f.fro_sigma, mahalanobis=lambda f, budget: math.sqrt(f.d))
+
+
+def separate_terms(f: Facts, budget: ZCDP) -> tuple[float, float] | None:
+    """Dong et al. Theorem 1, leading order: ||S_Sep - Sigma||_F <= c sqrt(tr) r d^1/4 / (rho^1/4 sqrt n)
+    + sqrt(2d) r^2 / (sqrt(rho) n) (the theorem's constant is 21.25 sqrt 2 with upsilon(d) -> 2 sqrt d;
+    the second term is the eigenvalue noise, E||Y||_2 ~ sqrt d, kept as is)."""
+    if f.trace is None:
+        return None
+    return (math.sqrt(max(f.trace, 0.0)) * f.radius * f.d**0.25 / (budget.rho**0.25 * math.sqrt(f.n)),
+            math.sqrt(2 * f.d) * f.r2 / (math.sqrt(budget.rho) * f.n))
+
+
+SEPARATE_PREDICTION = Bound(separate_terms, constant=0.327, citation="Dong Thm 1",
+                            fitted_on=("dong2022/fig2", "dong2022/fig3a", "dong2022/fig3b", "dong2022/fig3c",
+                                       "dong2022/fig3d"))

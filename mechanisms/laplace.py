@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .privacy import PureDP, Accountant
+from .predictions import laplace_noise
 from .problem import CovProblem
 from .spectral import Spectral
 
@@ -95,3 +96,11 @@ def separate_lap_noise(trace: float, tau, n: int, d: int, budget: PureDP, beta: 
     b_vec = math.sqrt(2) * d / (half * n) * lap_spectral_bound(d, beta / 2)
     b_val = 2 / (half * n) * lap_vector_bound(d, beta / 2)
     return 2 * np.asarray(tau) * math.sqrt(max(trace, 0.0) * b_vec) + np.square(tau) * b_val
+
+
+# --- predicted errors (mechanisms/predictions.py) --------------------------------------------------
+
+# LapCov: Sigma + s W, W ~ SLW(d), s = sqrt(2) d r^2 / (eps n) (l1 sensitivity of the upper triangle).
+LAP_PREDICTION = laplace_noise(lambda f, budget: math.sqrt(2) * f.d * f.r2 / (budget.eps * f.n))
+# Amin's L: entries Lap(2d/eps) on C = n Sigma / r^2, so s = 2 d r^2 / (eps n) on Sigma.
+AMIN_LAPLACE_PREDICTION = laplace_noise(lambda f, budget: 2 * f.d * f.r2 / (budget.eps * f.n))

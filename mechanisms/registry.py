@@ -19,13 +19,36 @@ from typing import Callable
 import numpy as np
 
 from . import adaptive, coinpress, emcov, gaussian, laplace, regression, stable, thresholding
+from .predictions import Prediction
 from .privacy import NOTIONS, ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
 from .spectral import Spectral, as_matrix, clamp_eigenvalues
 
 
 @dataclass(frozen=True)
+class AuditNeeds:
+    """What the privacy audits (audits/) must know to audit a mechanism, declared with it."""
+
+    profile: str = "dp"  # "gaussian": a post-processed Gaussian mechanism (its exact mu-GDP profile); "dp": the claim's
+    pairs: tuple = (("swap_values", 1000),)  # (family, n) neighbour pairs of the line audits; the first: the fast suite's
+    options: tuple = ()  # (option, value) it needs to run in an audit at all, e.g. a clipping threshold
+    search_pairs: tuple = ()  # (family, n) the black-box search starts from instead of the covariance pairs
+    slow: bool = False  # black-box audited under -m slow only
+
+    def __post_init__(self):
+        if self.profile not in ("dp", "gaussian"):
+            raise ValueError(f"audit profile must be 'dp' or 'gaussian', got {self.profile!r}")
+
+    @property
+    def run_options(self) -> dict:
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
 class Mechanism:
+    """Everything the suite knows about one mechanism, in one place: the runner, the theory overlays,
+    the advisor, the figures' styles and the audits all read it from here."""
+
     name: str  # command-line name
     label: str  # name in the papers and on the figures
     notion: type  # privacy notion of its guarantee: ZCDP, PureDP or ApproxDP
@@ -33,46 +56,95 @@ class Mechanism:
     source: str
     check: Callable[[dict], None] | None = None  # option values no dataset makes valid -> ValueError
     plugin: bool = False  # defined outside this package (register_mechanism): its output is checked
+    predict: Prediction | None = None  # its predicted error (mechanisms/predictions.py), where one is known
+    audit: AuditNeeds = AuditNeeds()
+    style: tuple[str, str] | None = None  # (colour, marker) on every figure; None: derived from the label
+    needs: tuple[str, ...] = ()  # what it needs besides bounded rows, e.g. "raw rows", "a ridge task"
 
     def option_names(self) -> list[str]:
         params = inspect.signature(self.fn).parameters.values()
         return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
+    def required_options(self) -> list[str]:
+        """Options without a default (e.g. a clipping threshold): a caller must choose them."""
+        params = inspect.signature(self.fn).parameters.values()
+        return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is p.empty]
+
+    @property
+    def runs_from_public_facts(self) -> bool:
+        """Runs on any bounded rows with nothing to choose: what the advisor may rank."""
+        return not self.needs and not self.required_options()
+
+
+# Audit needs shared by several rows.
+_GAUSS_AUDIT = AuditNeeds("gaussian", (("swap_values", 1000), ("swap_vectors", 10), ("new_direction", 1000)))
+_SPECTRAL_AUDIT = AuditNeeds("gaussian", (("swap_values", 1000), ("scale", 1000), ("swap_vectors", 10)))
+_PURE_AUDIT = AuditNeeds("dp", (("swap_values", 1000), ("l1", 10), ("scale", 1000)))
+_EM_AUDIT = AuditNeeds("dp", (("swap_values", 1000), ("scale", 1000)))
+_CLIP = (("tau", 1.0),)
 
 MECHANISMS = {m.name: m for m in [
-    Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1"),
-    Mechanism("separate", "SeparateCov", ZCDP, gaussian.separate_cov, "Dong et al. 2022 Alg. 1"),
-    Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2"),
-    Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1"),
-    Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1"),
-    Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E"),
+    Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1",
+              predict=gaussian.GAUSS_PREDICTION, audit=_GAUSS_AUDIT, style=("tab:blue", "o")),
+    Mechanism("separate", "SeparateCov", ZCDP, gaussian.separate_cov, "Dong et al. 2022 Alg. 1",
+              predict=gaussian.SEPARATE_PREDICTION, audit=_SPECTRAL_AUDIT, style=("tab:orange", "s")),
+    Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2",
+              predict=adaptive.ADAPTIVE_PREDICTION,
+              audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^")),
+    Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
+              audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o")),
+    Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
+              audit=replace(_SPECTRAL_AUDIT, options=_CLIP), style=("#a65c00", "s")),
+    Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E",
+              audit=_GAUSS_AUDIT, style=("tab:brown", "D")),
     Mechanism("coinpress", "CoinPress (t=1)", ZCDP, coinpress.coinpress_cov,
-              "Biswas et al. 2020 (MVC), one iteration from Sigma; an extra line in Fig. 3"),
+              "Biswas et al. 2020 (MVC), one iteration from Sigma; an extra line in Fig. 3",
+              audit=_GAUSS_AUDIT, style=("tab:pink", "P")),
     # Spends nothing, so it meets every notion (PureDP is the strongest).
-    Mechanism("zero", "Zero", PureDP, gaussian.zero_cov, "baseline: the zero matrix"),
-    Mechanism("lap", "LapCov", PureDP, laplace.lap_cov, "Dong et al. 2022 App. I"),
-    Mechanism("separate_lap", "SeparateCov", PureDP, laplace.separate_lap_cov, "Dong et al. 2022 App. I"),
-    Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I"),
+    Mechanism("zero", "Zero", PureDP, gaussian.zero_cov, "baseline: the zero matrix",
+              predict=gaussian.ZERO_PREDICTION, style=("tab:gray", "x")),
+    Mechanism("lap", "LapCov", PureDP, laplace.lap_cov, "Dong et al. 2022 App. I",
+              predict=laplace.LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:cyan", "h")),
+    Mechanism("separate_lap", "SeparateCov", PureDP, laplace.separate_lap_cov, "Dong et al. 2022 App. I",
+              audit=_PURE_AUDIT, style=("tab:orange", "s")),
+    Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
+              audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))), style=("tab:green", "^")),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
-              "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split"),
-    Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)"),
-    Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split"),
-    Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split"),
-    Mechanism("dp_threshold", "DP-Thresholding", ApproxDP, thresholding.dp_threshold, "Wang & Xu Alg. 1"),
-    Mechanism("ldp_threshold", "LDP-Thresholding", ApproxDP, thresholding.ldp_threshold, "Wang & Xu Alg. 2"),
+              "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
+              predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v")),
+    Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)",
+              predict=emcov.EMCOV_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v")),
+    Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split",
+              predict=emcov.ITU_PREDICTION, audit=_EM_AUDIT, style=("tab:olive", "v")),
+    Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split",
+              predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:red", "o")),
+    Mechanism("dp_threshold", "DP-Thresholding", ApproxDP, thresholding.dp_threshold, "Wang & Xu Alg. 1",
+              audit=AuditNeeds("gaussian", (("dense", 1000),)), style=("tab:red", "s")),
+    Mechanism("ldp_threshold", "LDP-Thresholding", ApproxDP, thresholding.ldp_threshold, "Wang & Xu Alg. 2",
+              audit=AuditNeeds("gaussian", (("dense", 100_000),)), style=("tab:purple", "D")),
     Mechanism("gauss_approx", "Gaussian (ε,δ)", ApproxDP, thresholding.gauss_approx,
-              "analytic Gaussian mechanism on Sigma (Wang & Xu §4.1 baseline; Amin et al.'s G)"),
-    Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)"),
-    Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C"),
+              "analytic Gaussian mechanism on Sigma (Wang & Xu §4.1 baseline; Amin et al.'s G)",
+              predict=thresholding.GAUSS_APPROX_PREDICTION,
+              audit=AuditNeeds("gaussian", (("dense", 1000), ("swap_vectors", 10))), style=("#4292c6", "d")),
+    Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)",
+              predict=emcov.KT_PREDICTION, audit=_EM_AUDIT, style=("tab:brown", "<")),
+    Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C",
+              predict=laplace.AMIN_LAPLACE_PREDICTION, audit=_PURE_AUDIT, style=("black", "x")),
     Mechanism("output_perturbation", "Output pert.", PureDP, regression.output_perturbation,
-              "Chaudhuri et al. 2011 output perturbation of the ridge model (Amin et al. App. C)"),
+              "Chaudhuri et al. 2011 output perturbation of the ridge model (Amin et al. App. C)",
+              audit=AuditNeeds("dp", (("ridge", 10),), search_pairs=(("ridge", 10), ("ridge", 2))),
+              style=("tab:pink", ">"), needs=("a ridge task",)),
     Mechanism("stable_gsampling", "Stable + GSampling", ApproxDP, stable.stable_gsampling,
               "lecture notes: Brown-Hopkins-Smith 2023 stable covariance + Alabi et al. 2023 Alg. 1",
-              check=stable.check_options),
+              check=stable.check_options, predict=stable.STABLE_PREDICTION,
+              audit=AuditNeeds("dp", (("stable", 300_000),), options=(("on_fail", "zero"),),
+                               search_pairs=(("stable", 300_000),), slow=True),
+              style=("tab:red", "*"), needs=("raw rows",)),
 ]}
 
 
 PLUGINS: dict[str, Mechanism] = {}  # short names given by @register_mechanism(name=...) in this process
+DECLARED: dict[str, Mechanism] = {}  # every plug-in decorated in this process, by its dotted path
 _ATTRIBUTE = "__dpcov_mechanism__"  # where the decorator stores a function's Mechanism
 _CONTEXT = ("problem", "accountant", "rng")  # a mechanism's positional arguments, in this order
 
@@ -85,6 +157,14 @@ def _notion(notion) -> type:
     raise ValueError(f"notion must be ZCDP, PureDP or ApproxDP (or one of {sorted(NOTIONS)}), got {notion!r}")
 
 
+def _prediction(predict) -> Prediction | None:
+    if predict is None or isinstance(predict, Prediction):
+        return predict
+    if callable(predict):
+        return Prediction(predict, kind="declared")
+    raise TypeError(f"predict must be a Prediction or a function (facts, budget) -> float | None, got {predict!r}")
+
+
 def _check_signature(fn: Callable) -> None:
     params = list(inspect.signature(fn).parameters.values())
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -95,22 +175,37 @@ def _check_signature(fn: Callable) -> None:
                         f"keyword-only (after a bare *)")
 
 
-def register_mechanism(*, notion, label: str | None = None, name: str | None = None, source: str = ""):
+def register_mechanism(*, notion, label: str | None = None, name: str | None = None, source: str = "",
+                       predict=None, audit: AuditNeeds | None = None, style: tuple[str, str] | None = None,
+                       needs: tuple[str, ...] = ()):
     """Declare a function as a mechanism of privacy ``notion`` (ZCDP, PureDP or ApproxDP, or
     "zcdp" / "pure" / "approx"): release runs it at the largest budget of that notion implying the
     requested one, and it must spend that budget through the accountant it is given.
 
     The function is then known by its dotted path ``"module:function"`` everywhere, and by ``name``
     (optional, no ':' or '.') in processes that imported its module. Returns the function unchanged.
+
+    What else the suite should know, declared here like the built-ins' rows: ``predict``, its
+    predicted error (a ``Prediction``/``Bound`` of mechanisms/predictions.py, or a function
+    ``(facts, budget) -> E||S~ - Sigma||_F`` or None) for the advisor and the figures' overlays;
+    ``audit``, an ``AuditNeeds`` (profile, neighbour pairs, options the audits need); ``style``, its
+    (colour, marker) on figures; ``needs``, what it needs besides bounded rows (e.g. ("raw rows",)).
     """
     notion = _notion(notion)
+    predict = _prediction(predict)
+    if audit is not None and not isinstance(audit, AuditNeeds):
+        raise TypeError(f"audit must be an AuditNeeds(...), got {audit!r}")
+    if style is not None and (not isinstance(style, tuple) or len(style) != 2
+                              or not all(isinstance(v, str) for v in style)):
+        raise ValueError(f"style must be (colour, marker), e.g. ('tab:blue', 'o'), got {style!r}")
     if name is not None and (not isinstance(name, str) or not name or set(name) & set(":. =,[]{}")):
         raise ValueError(f"name must be a non-empty string without ':', '.', spaces or brackets, got {name!r}")
 
     def decorate(fn: Callable) -> Callable:
         _check_signature(fn)
         path = f"{fn.__module__}:{fn.__qualname__}"
-        mechanism = Mechanism(name or path, label or fn.__name__, notion, fn, source or path, plugin=True)
+        mechanism = Mechanism(name or path, label or fn.__name__, notion, fn, source or path, plugin=True,
+                              predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs))
         if name is not None:
             if name in MECHANISMS:
                 raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")
@@ -119,6 +214,7 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
                 raise ValueError(f"plug-in name {name!r} is already taken by {known.source}")
             PLUGINS[name] = mechanism
         setattr(fn, _ATTRIBUTE, mechanism)
+        DECLARED[path] = mechanism
         return fn
 
     return decorate
@@ -144,6 +240,11 @@ def _resolve_path(path: str) -> Mechanism:
         raise ValueError(f"{path!r} is not a mechanism: decorate it with "
                          f"@register_mechanism(notion=ZCDP, label=...) to declare its privacy notion")
     return replace(mechanism, name=path)
+
+
+def declared_plugins() -> list[Mechanism]:
+    """The plug-ins decorated in this process (imported modules), each once."""
+    return list(DECLARED.values())
 
 
 def get_mechanism(name) -> Mechanism:

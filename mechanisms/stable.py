@@ -61,6 +61,7 @@ import numpy as np
 from scipy import linalg, optimize, stats
 
 from .privacy import ApproxDP
+from .predictions import Facts, Prediction
 from .problem import CovProblem
 
 SOUNDNESS_FACTOR = 20.0  # property 3 of the notes: weighted leverage <= 20 L0 where w_i > 0 ((C2))
@@ -512,3 +513,19 @@ def stable_gsampling(problem: CovProblem, accountant, rng: np.random.Generator, 
             raise
         accountant.fall_back(f"{type(err).__name__}: {err}")
         return np.zeros((problem.d, problem.d))
+
+
+# --- predicted error (mechanisms/predictions.py) ---------------------------------------------------
+
+def predicted_mahalanobis(f: Facts, budget: ApproxDP) -> float | None:
+    """Gaussian sampling (Alabi et al. Alg. 1) with m samples from Sigma_w ~ Sigma: the whitened error
+    S - I, S ~ Wishart(I, m)/m, has E||S - I||_F^2 = (d^2 + d)/m; None when n is too small for the
+    claim (the mechanism then fails or falls back)."""
+    try:
+        m = stable_parameters(f.n, f.d, budget, ptr_fraction=f.extra.get("ptr_fraction", 0.1)).m
+    except (InsufficientData, ValueError):
+        return None
+    return math.sqrt(f.d * (f.d + 1) / m)
+
+
+STABLE_PREDICTION = Prediction(mahalanobis=predicted_mahalanobis, kind="exact")

@@ -20,6 +20,7 @@ from scipy.stats import norm
 
 from .gaussian import symmetric_gaussian
 from .privacy import ApproxDP, Accountant
+from .predictions import gaussian_noise
 from .problem import CovProblem
 from .spectral import Spectral
 
@@ -164,3 +165,10 @@ def gauss_approx(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     budget: ApproxDP = accountant.spend(accountant.total, "noisy covariance (as published: add/remove sensitivity)")
     sd = analytic_gaussian_sigma(problem.radius**2 / problem.n, budget)
     return threshold_and_project(problem.sigma + sd * symmetric_gaussian(problem.d, rng), None)
+
+
+# --- predicted errors (mechanisms/predictions.py) --------------------------------------------------
+
+# The analytic Gaussian mechanism on Sigma: entry sd at l2 sensitivity sqrt(2) r^2 / n.
+GAUSS_APPROX_PREDICTION = gaussian_noise(
+    lambda f, budget: analytic_gaussian_sigma(math.sqrt(2) * f.r2 / f.n, budget))

@@ -6,18 +6,20 @@ budget), never the data, ranked, with the nearest committed measurement of each 
     python scripts/advise.py --table mydata.csv --columns a,b,c --bound 2 --rho 0.1
     python scripts/advise.py --phase-diagram        # the figure of the committed (d, n) sweep
 
-Predictions (experiments/theory.py, ``predicted_error``):
+Predictions: what each mechanism declares in the registry (``Mechanism.predict``; a plug-in's
+``register_mechanism(..., predict=...)``), read through experiments/theory.py ``predicted_error``:
 - "exact": the expected Frobenius norm of the mechanism's noise (GaussCov, LapCov, Amin's L, the
   analytic Gaussian). The release is then clamped to eigenvalues in [0, r^2], which can only lower
   the error -- a lot when tr(Sigma) is far below r^2 -- so these are upper estimates.
 - "bound": a theorem's leading-order bound with one constant fitted to the committed results (Dong
-  Thm 1 for SeparateCov, Amin Thm 2 for AD/EMCov pure), at the worst spectrum for the given trace.
+  Thm 1 for SeparateCov, Thm 3 for AdaptiveCov, App. C for EMCov; Amin Thm 2 for AD/IT-U, KT's Thm 18),
+  at the worst spectrum for the given trace.
 - the zero matrix: ||Sigma||_F <= tr(Sigma), shown at that worst case (a rank-one Sigma).
 The trace is not public; by default the worst case tr = r^2 (every row on the sphere), else
-``--trace`` (a public bound or a prior). Mechanisms without a closed form (AdaptiveCov, EMCov under
-zCDP, ...) get only the nearest committed measurement: the mean error of results/*/summary.csv at the
-closest (n, d, budget, trace), on Dong et al.'s synthetic data (the only committed data whose trace
-is known without the data), whose spectra may not resemble yours.
+``--trace`` (a public bound or a prior). Mechanisms that declare no prediction get only the nearest
+committed measurement: the mean error of results/*/summary.csv at the closest (n, d, budget, trace),
+on Dong et al.'s synthetic data (the only committed data whose trace is known without the data),
+whose spectra may not resemble yours.
 """
 from __future__ import annotations
 
@@ -33,17 +35,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.config import budget_from_params  # noqa: E402
-from experiments.theory import KIND, line_budget, predicted_error, zipf_trace  # noqa: E402
+from experiments.theory import line_budget, predicted_error, prediction_of, zipf_trace  # noqa: E402
 from mechanisms.privacy import PureDP, ZCDP, budget_guaranteeing  # noqa: E402
-from mechanisms.registry import get_mechanism  # noqa: E402
+from mechanisms.registry import MECHANISMS, get_mechanism  # noqa: E402
+from data.table import find_file, read_table, select_columns  # noqa: E402
+from figures.style import paper_name, style_for  # noqa: E402
 
 RESULTS = ROOT / "results"
 PHASE_DIR = RESULTS / "advisor" / "phase_diagram"
-# Matrix mechanisms that run from (n, d, r, budget) alone: no clipping threshold to choose (clip_*),
-# no raw rows (stable_gsampling), no regression task (output_perturbation).
-DEFAULT_MECHANISMS = ("gauss", "separate", "adaptive", "projection", "coinpress", "emcov", "zero", "lap",
-                      "separate_lap", "adaptive_lap", "ad", "itu", "kt", "laplace", "gauss_approx",
-                      "dp_threshold")
+# Matrix mechanisms that run from (n, d, r, budget) alone, as each declares in the registry: no
+# option to choose (a clipping threshold), no raw rows, no regression task.
+DEFAULT_MECHANISMS = tuple(name for name, m in MECHANISMS.items() if m.runs_from_public_facts)
 CAVEATS = """caveats:
 - predictions use only n, d, r, the budget and the trace assumed above, never the data;
 - exact = expected error of the noise before the eigenvalue clamp into [0, r^2] (the clamp only
@@ -124,10 +126,11 @@ def advise(n: int, d: int, budget, radius: float = 1.0, trace: float | None = No
             continue  # cannot meet this guarantee
         params = {"n": n, "d": d, "radius": radius, **point, "trace": trace, "fro_sigma": trace,
                   "eigenvalues": np.full(d, trace / d)}  # the worst spectrum for the bounds
-        predicted = predicted_error(name, params, metric) if name in KIND else None
+        predicted = predicted_error(name, params, metric)
+        prediction = prediction_of(name)
         measured = nearest_measurement(name, n, d, own, trace, metric, table)
         rows.append({"mechanism": name, "label": mechanism.label, "runs at": str(own),
-                     "predicted": predicted, "kind": KIND.get(name, "none") if predicted is not None else "none",
+                     "predicted": predicted, "kind": prediction.kind if predicted is not None else "none",
                      "measured": None if measured is None else measured[0],
                      "nearest measurement": "none committed" if measured is None else measured[1]})
     frame = pd.DataFrame(rows)
@@ -147,8 +150,6 @@ def render(frame: pd.DataFrame) -> str:
 
 def table_shape(path: str, columns: str | None) -> tuple[int, int]:
     """n and d of a table file (its shape only; no value is used)."""
-    from data.table import find_file, read_table, select_columns
-
     file = find_file(path)
     array, frame = read_table(file)
     chosen = None if columns is None else [int(c) if array is not None else c for c in columns.split(",")]
@@ -183,8 +184,6 @@ def phase_diagram(directory: Path = PHASE_DIR, metric: str = "fro") -> tuple[Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
-
-    from figures.style import paper_name, style_for
 
     summary = pd.read_csv(Path(directory) / "summary.csv")
     cells = best_by_cell(summary, metric)

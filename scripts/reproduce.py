@@ -43,12 +43,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.config import budget_from_params, compose_experiment  # noqa: E402
-from experiments.runner import (build_instance, data_params, in_experiment, line_spec,  # noqa: E402
-                                resampled, run_experiment, write_figures)
+from experiments.instances import SPECTRUM_FILE, build_instance, data_params, resampled, spectra_frame  # noqa: E402
+from experiments.runner import in_experiment, line_spec, run_experiment  # noqa: E402
 from experiments.seeding import canonical, params_key  # noqa: E402
 from mechanisms import release  # noqa: E402
 from mechanisms.privacy import budget_guaranteeing  # noqa: E402
 from mechanisms.registry import get_mechanism  # noqa: E402
+from figures.bounds import STEM, plot_bounds  # noqa: E402
+from figures.composite import load_composites, render_composite  # noqa: E402
+from figures.gallery import GALLERY, gallery  # noqa: E402
+from figures.plot import write_figures  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from table import markdown  # noqa: E402
@@ -221,7 +225,7 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
     plan = plan_target(target, n_jobs, out_root, base_root)
     parts = [plan.committed]
     if plan.missing:
-        outputs = run_experiment(missing_experiment(target, plan, n_jobs), make_figure=False)
+        outputs = run_experiment(missing_experiment(target, plan, n_jobs))
         parts.append(pd.read_csv(outputs.summary))
     summary = pd.concat([p for p in parts if not p.empty], ignore_index=True)
     order = {m: i for i, m in enumerate(plan.experiment.mechanisms)}
@@ -249,7 +253,7 @@ def rerun_line(target: Target, name: str, n_jobs: int = -1, root: Path = RESULTS
         raise ValueError(f"{target.out} has no committed line {name!r}")
     out = plan.partial / RERUN / name
     rerun = experiment_of(target, n_jobs, (f"mechanisms=[{name}]",), out)
-    new = pd.read_csv(run_experiment(rerun, make_figure=False).summary)
+    new = pd.read_csv(run_experiment(rerun).summary)
     old = pd.read_csv(committed_path)
     metric = _count_column(old)[:-len("_count")]
     keys = ["mechanism", *plan.experiment.param_names()]
@@ -314,19 +318,15 @@ def render_figures(targets=TARGETS, experiments_too: bool = True) -> list[Path]:
     """Re-draw from the committed summaries, running nothing: each target's own figures (if
     ``experiments_too``), the composite figures of conf/figures/*.yaml and Dong's Fig. 1. A missing
     results/<target>/spectrum.csv (the data's eigenvalues, for theory overlays) is computed first."""
-    from experiments import theory
-    from figures.bounds import STEM, plot_bounds
-    from figures.composite import load_composites, render_composite
-
     written = []
     for target in targets if experiments_too else []:
         directory = RESULTS / target.out
         if not (directory / "summary.csv").exists():
             continue
         experiment = experiment_of(target, 1)
-        if not (directory / theory.SPECTRUM_FILE).exists() and set(experiment.metrics) & {"fro", "fro_rel"}:
+        if not (directory / SPECTRUM_FILE).exists() and set(experiment.metrics) & {"fro", "fro_rel"}:
             try:
-                theory.spectra_frame(experiment).to_csv(directory / theory.SPECTRUM_FILE, index=False)
+                spectra_frame(experiment).to_csv(directory / SPECTRUM_FILE, index=False)
             except (OSError, ValueError) as err:  # e.g. a data file not on this machine
                 print(f"note: no theory overlays needing the data for {target.out}: {err}")
         written.append(write_figures(experiment, pd.read_csv(directory / "summary.csv"), directory)[0])
@@ -341,10 +341,6 @@ def render_figures(targets=TARGETS, experiments_too: bool = True) -> list[Path]:
 
 
 def rebuild_gallery() -> None:
-    from figures.bounds import STEM
-    from figures.composite import load_composites
-    from figures.gallery import GALLERY, gallery
-
     GALLERY.write_text(gallery(TARGETS, load_composites(), RESULTS, f"results/{STEM}"))
     print(f"rebuilt {GALLERY}")
 

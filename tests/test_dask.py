@@ -14,7 +14,7 @@ def test_dask_cluster_matches_local_processes(experiment):
                                   dashboard_address=None) as cluster:
         exp = experiment("synthetic_trace", "executor=dask", f"dask_scheduler={cluster.scheduler_address}",
                          output="dask")
-        remote = pd.read_csv(run_experiment(exp, make_figure=False).results)
+        remote = pd.read_csv(run_experiment(exp).results)
     key = ["mechanism", "trial", "N"]
     local, remote = local.sort_values(key).reset_index(drop=True), remote.sort_values(key).reset_index(drop=True)
     assert len(remote) == len(local) > 0

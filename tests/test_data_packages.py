@@ -134,7 +134,7 @@ def test_news_hf_runs_news_rho_and_records_the_fingerprint(dirs, saved, experime
     path, fingerprint = saved
     exp = experiment("news_rho", "dataset=news_hf", f"params.source={path}", "params.config=null",
                      "params.split=train", "params.field=translation.en", "sweep.d=[8]", "mechanisms=[gauss,zero]")
-    rows = pd.read_csv(run_experiment(exp, make_figure=False).results)
+    rows = pd.read_csv(run_experiment(exp).results)
     assert set(rows.data_corpus_fingerprint) == {fingerprint} and rows.data_corpus_sha256.nunique() == 1
     assert set(rows.scaling) == {"unit", "max"}
 

@@ -12,6 +12,7 @@ from data.files import data_dirs
 from data.registry import get_dataset
 from experiments.config import ConfigError, compose_experiment, experiment_names
 from experiments.runner import run_experiment
+from figures.plot import draw
 from experiments.store import ResultsStore
 from mechanisms.privacy import budget_guaranteeing
 from mechanisms.registry import get_mechanism
@@ -43,7 +44,8 @@ def test_every_experiment_runs_at_smoke_scale(name, experiment):
     for error in errors:
         assert {f"{error}_mean", f"{error}_std", f"{error}_sem", f"{error}_median"} <= set(summary)
     assert len(summary) == len(exp.grid()) * len(exp.mechanisms)
-    assert out.figure_png.stat().st_size > 0 and out.figure_pdf.exists() and out.config.exists()
+    png, pdf = draw(exp, out)  # the runner stores; the figures are drawn from its files
+    assert png.stat().st_size > 0 and pdf.exists() and out.config.exists()
     # The zero matrix's error is ||Sigma||_F, and every released estimate respects the budget.
     zero = results[results.mechanism == "zero"]
     assert (zero.get("err_fro", zero.data_trace) <= zero.data_trace + 1e-12).all()
@@ -198,7 +200,7 @@ def test_resampled_datasets_draw_a_fresh_sample_per_trial(experiment, monkeypatc
     for jobs in (1, 2):
         exp = experiment("synthetic_rho", "trials=3", f"n_jobs={jobs}", "mechanisms=[gauss,zero]",
                          output=f"jobs{jobs}")
-        frames.append(pd.read_csv(run_experiment(exp, make_figure=False).results))
+        frames.append(pd.read_csv(run_experiment(exp).results))
     one, two = (f.sort_values(["mechanism", "trial", "rho"]).reset_index(drop=True) for f in frames)
     pd.testing.assert_series_equal(one.err_fro, two.err_fro)
     zero = one[one.mechanism == "zero"]
@@ -211,7 +213,7 @@ def test_a_grid_of_panels(experiment):
     exp = experiment("synthetic_rho", "trials=1", "mechanisms=[gauss,zero]", "sweep.n=[300,400]",
                      "sweep.d=[4,8]", "sweep.rho=[0.1,1]", "figure.x=d", "figure.panel=[n,rho]")
     out = run_experiment(exp)
-    assert out.figure_png.stat().st_size > 0
+    assert draw(exp, out)[0].stat().st_size > 0
     with pytest.raises(ConfigError, match="figure axis 'nope'"):
         experiment("synthetic_rho", "figure.panel=[rho,nope]")
     with pytest.raises(ConfigError, match="figure.columns must be an integer >= 1"):
@@ -225,7 +227,7 @@ def test_panels_wrap_after_figure_columns(experiment):
         exp = experiment("synthetic_rho", "trials=1", "mechanisms=[zero]", "sweep.rho=[0.1,1,10]",
                          "figure.panel=rho", *([f"figure.columns={columns}"] if columns else []),
                          output=f"c{columns}")
-        shapes[columns] = matplotlib.image.imread(run_experiment(exp).figure_png).shape
+        shapes[columns] = matplotlib.image.imread(draw(exp, run_experiment(exp))[0]).shape
     assert shapes[None][1] > 2.5 * shapes[None][0]  # one row of three panels
     assert shapes[2][1] < 1.5 * shapes[2][0]  # two rows of two (the fourth left blank)
 

@@ -109,6 +109,37 @@ def test_committed_figure_has_readable_ticks(name, target, experiment, metric):
     fig = plot.build_figure(panels, columns, "title")
     try:
         assert plot.overlapping_tick_labels(fig) == [], name
+        assert plot.legend_clashes(fig) == [], name  # the legend covers no panel, tick or axis label
+    finally:
+        plt.close(fig)
+
+
+def test_coinciding_lines_are_found_and_marked():
+    a = pd.Series([1.0, 2.0, 4.0], index=[1, 2, 3])
+    assert plot.coincide(a, a * 1.01) and not plot.coincide(a, a * 1.1)
+    assert not plot.coincide(a.iloc[:1], a.iloc[:1])  # one shared point says nothing
+    toy = toy_summary()
+    summary = pd.concat([toy, toy[toy.mechanism == "gauss"].assign(mechanism="coinpress", label="CoinPress (t=1)")])
+    panels, columns = plot.summary_panels(summary, Figure(x="n"), "fro", ["n", "d", "rho"])
+    fig = plot.build_figure(panels, columns)
+    try:
+        texts = legend_texts(fig)
+        assert "CoinPress (t=1): hollow markers, on top of GaussCov" in texts
+        hollow = [line for line in fig.axes[0].get_lines() if line.get_markerfacecolor() == "none"
+                  and line.get_label() == "CoinPress (t=1)"]
+        assert hollow and hollow[0].get_markersize() > 4
+    finally:
+        plt.close(fig)
+
+
+def test_theory_is_a_light_dotted_layer_not_a_dashed_line():
+    panels, columns = plot.summary_panels(toy_summary(), Figure(x="n"), "fro", ["n", "d", "rho"])
+    fig = plot.build_figure(panels, columns)
+    try:
+        theory = [line for line in fig.axes[0].get_lines() if line.get_alpha() is not None and line.get_alpha() < 0.5]
+        assert theory and all(line.get_zorder() < 2 and line.get_marker() in ("None", None, "")
+                              and line.get_dash_capstyle() == "round" for line in theory)
+        assert "theory (light dotted):" in legend_texts(fig)
     finally:
         plt.close(fig)
 
@@ -219,11 +250,11 @@ def test_fallbacks_are_marked_and_explained(tmp_path):
 
 
 def test_theory_overlay_is_the_closed_form():
-    from experiments import theory
+    from mechanisms.predictions import expected_frobenius_sgw
 
     panels, _ = plot.summary_panels(toy_summary(), Figure(x="n"), "fro", ["n", "d", "rho"])
     xs, ys, _ = plot._theory_line(panels[0], "gauss", panels[0].frame[panels[0].frame.mechanism == "gauss"])
-    assert ys == [pytest.approx(theory.expected_frobenius_sgw(10) / (np.sqrt(0.1) * n)) for n in xs]
+    assert ys == [pytest.approx(expected_frobenius_sgw(10) / (np.sqrt(0.1) * n)) for n in xs]
 
 
 def test_composite_specs_give_clear_errors(tmp_path):

@@ -82,14 +82,14 @@ def test_unknown_experiment_lists_the_known_ones(experiment):
 
 def test_corrupted_results_csv_is_refused_not_overwritten(experiment, tmp_path):
     exp = experiment("synthetic_trace", "trials=1")
-    run_experiment(exp, make_figure=False)
+    run_experiment(exp)
     results = tmp_path / "out" / "results.csv"
     good = results.read_text()
     lines = good.splitlines()
     lines.insert(2, "garbage,with,too,many,fields," * 20)
     results.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="not a readable results table"):
-        run_experiment(exp, make_figure=False)
+        run_experiment(exp)
     assert results.read_text().startswith(good.splitlines()[0])  # nothing was lost or rewritten
     # A torn last line (a crash mid-write) is dropped with a warning and the run resumes.
     results.write_text(good + "synthetic_trace,synthetic_zipf,gauss,Gau")

@@ -58,8 +58,8 @@ def test_a_second_run_in_a_busy_output_dir_stops_naming_the_holder(experiment, t
     monkeypatch.setattr(store_mod, "LOCK_WAIT", 0.2, raising=False)
     with ResultsStore(exp.output_dir, exp.fingerprint()).locked():
         with pytest.raises(OutputDirError, match=f"in use by pid {os.getpid()} on host"):
-            run_experiment(exp, make_figure=False)
-    assert run_experiment(exp, make_figure=False).new_rows > 0  # free again once the holder is done
+            run_experiment(exp)
+    assert run_experiment(exp).new_rows > 0  # free again once the holder is done
 
 
 def test_two_runs_at_once_leave_no_duplicates(tmp_path):
@@ -76,46 +76,45 @@ def test_two_runs_at_once_leave_no_duplicates(tmp_path):
 
 
 def test_the_summary_refuses_duplicate_runs(experiment):
-    out = run_experiment(experiment("synthetic_trace", *FAST), make_figure=False)
+    out = run_experiment(experiment("synthetic_trace", *FAST))
     lines = out.results.read_text().splitlines(keepends=True)
     out.results.write_text("".join(lines + lines[1:3]))  # what two unlocked runs leave behind
     with pytest.raises(ValueError, match="2 runs more than once.*summary refused"):
-        run_experiment(experiment("synthetic_trace", *FAST), make_figure=False)
+        run_experiment(experiment("synthetic_trace", *FAST))
 
 
 # -- resume is keyed on results.csv itself ---------------------------------------------------------
 
 def test_resume_without_run_json_matches_rows_on_every_column(experiment):
-    first = run_experiment(experiment("synthetic_trace", *FAST), make_figure=False)
+    first = run_experiment(experiment("synthetic_trace", *FAST))
     run_json = first.results.parent / "run.json"
     run_json.unlink()
     with pytest.raises(ValueError, match="seed = 0; this command has seed = 7"):
-        run_experiment(experiment("synthetic_trace", *FAST, "seed=7"), make_figure=False)
+        run_experiment(experiment("synthetic_trace", *FAST, "seed=7"))
     run_json.unlink(missing_ok=True)
     with pytest.raises(ValueError, match="line 'gauss'.*different configuration"):  # same name, other line
-        run_experiment(experiment("synthetic_trace", *FAST, "+variants.gauss={mechanism: separate, label: G}"),
-                       make_figure=False)
+        run_experiment(experiment("synthetic_trace", *FAST, "+variants.gauss={mechanism: separate, label: G}"))
     run_json.unlink(missing_ok=True)
     with pytest.raises(ValueError, match="clamp_eigenvalues = True"):
-        run_experiment(experiment("synthetic_trace", *FAST, "clamp_eigenvalues=false"), make_figure=False)
+        run_experiment(experiment("synthetic_trace", *FAST, "clamp_eigenvalues=false"))
     run_json.unlink(missing_ok=True)
-    again = run_experiment(experiment("synthetic_trace", *FAST), make_figure=False)
+    again = run_experiment(experiment("synthetic_trace", *FAST))
     assert again.new_rows == 0  # the same command: everything found in results.csv
 
 
 def test_truncated_run_json_says_what_to_do(experiment, tmp_path):
     exp = experiment("synthetic_trace", *FAST)
-    run_experiment(exp, make_figure=False)
+    run_experiment(exp)
     path = Path(exp.output_dir) / "run.json"
     path.write_text(path.read_text()[:20])
     with pytest.raises(ValueError, match=f"{path} is not valid JSON.*delete it"):
-        run_experiment(exp, make_figure=False)
+        run_experiment(exp)
 
 
 def test_other_overrides_in_the_same_output_dir_are_announced(experiment, capsys):
-    run_experiment(experiment("synthetic_trace", *FAST), make_figure=False)
+    run_experiment(experiment("synthetic_trace", *FAST))
     capsys.readouterr()
-    out = run_experiment(experiment("synthetic_trace", "mechanisms=[zero]"), make_figure=False)
+    out = run_experiment(experiment("synthetic_trace", "mechanisms=[zero]"))
     assert out.new_rows == 0
     note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
     assert len(note) == 1 and "holds 4 runs outside this command" in note[0]
@@ -267,11 +266,9 @@ def start(out: Path, log: Path, args=INTERRUPTIBLE):
 
 def resumes_exactly(out: Path, tmp_path: Path, args=INTERRUPTIBLE) -> None:
     """Re-running the same command finishes the rest: identical to an uninterrupted run, bit for bit."""
-    resumed = pd.read_csv(run_experiment(compose_experiment([*args, "n_jobs=1", f"output_dir={out}"]),
-                                         make_figure=False).results)
+    resumed = pd.read_csv(run_experiment(compose_experiment([*args, "n_jobs=1", f"output_dir={out}"])).results)
     fresh = pd.read_csv(run_experiment(compose_experiment([*args, "n_jobs=1",
-                                                           f"output_dir={tmp_path / 'fresh'}"]),
-                                       make_figure=False).results)
+                                                           f"output_dir={tmp_path / 'fresh'}"])).results)
     key = ["mechanism", "trial", "N"]
     trials = int(next(a for a in args if a.startswith("trials=")).split("=")[1])
     assert not resumed.duplicated(key).any() and len(resumed) == len(fresh) == 4 * trials * 2
@@ -342,7 +339,7 @@ def test_numbers_do_not_depend_on_the_environments_blas_threads(experiment):
     under another OMP_NUM_THREADS (or inside another process) gives the same bits."""
     from threadpoolctl import threadpool_limits
 
-    from experiments.runner import build_instance
+    from experiments.instances import build_instance
 
     exp = experiment("synthetic_trace", "params.d=100", "params.n=3000")
     sigmas = []
@@ -404,7 +401,7 @@ def test_a_wrong_news_v16_file_is_refused(tmp_path, text, message):
 # -- fallbacks are reported ----------------------------------------------------------------------------
 
 def test_fallback_releases_are_recorded_and_counted(experiment):
-    out = run_experiment(experiment("stable_mahalanobis", "trials=2"), make_figure=False)
+    out = run_experiment(experiment("stable_mahalanobis", "trials=2"))
     results, summary = pd.read_csv(out.results), pd.read_csv(out.summary)
     stable = results.mechanism == "stable_gsampling"
     assert results[stable].released.str.startswith(("InsufficientData", "PTRFailed")).all()  # n is tiny

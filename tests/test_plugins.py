@@ -11,6 +11,7 @@ import pytest
 
 from experiments.config import ConfigError
 from experiments.runner import run_experiment
+from figures.plot import draw
 from mechanisms import BudgetExceeded, CovProblem, PureDP, ZCDP, get_mechanism, register_mechanism, release
 from mechanisms.registry import MECHANISMS, PLUGINS, plugin_modules
 
@@ -75,7 +76,7 @@ def test_a_plugin_that_overspends_is_refused_by_the_accountant(problem):
 def test_overspending_plugin_stops_an_experiment(experiment):
     exp = experiment("synthetic_trace", "mechanisms=[gauss,plugin_cases:overspending]")
     with pytest.raises(BudgetExceeded):
-        run_experiment(exp, make_figure=False)
+        run_experiment(exp)
 
 
 def test_a_plugin_runs_at_the_largest_budget_of_its_notion(problem):
@@ -136,7 +137,7 @@ def test_plugins_run_through_config_variants_workers_and_resume(experiment, monk
     started before the plug-ins' directory was on sys.path; the rerun resumes (nothing new) and the
     numbers equal a one-process run."""
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(EXAMPLES)])
-    run_experiment(experiment("synthetic_trace", "n_jobs=2", "mechanisms=[zero]", output="warm"), make_figure=False)
+    run_experiment(experiment("synthetic_trace", "n_jobs=2", "mechanisms=[zero]", output="warm"))
     monkeypatch.syspath_prepend(str(EXAMPLES))  # the workers above keep their older sys.path
     import my_mechanisms  # noqa: F401  (registers the short name in this process)
 
@@ -147,10 +148,9 @@ def test_plugins_run_through_config_variants_workers_and_resume(experiment, monk
     rows = pd.read_csv(out.results)
     assert set(rows.mechanism) == {"gauss", EXAMPLE, "shrunk_gauss", "strong"}
     assert set(rows.label) == {"GaussCov", "ShrunkGaussCov", "Strong"}
-    assert set(rows.spent) == set(rows.budget) and out.figure_png.exists()
-    assert run_experiment(two, make_figure=False).new_rows == 0
-    one = pd.read_csv(run_experiment(experiment("synthetic_trace", *overrides, output="one"),
-                                     make_figure=False).results)
+    assert set(rows.spent) == set(rows.budget) and draw(two, out)[0].exists()
+    assert run_experiment(two).new_rows == 0
+    one = pd.read_csv(run_experiment(experiment("synthetic_trace", *overrides, output="one")).results)
     key = ["mechanism", "trial", "N"]
     pd.testing.assert_frame_equal(rows.sort_values(key)[key + ["err_fro"]].reset_index(drop=True),
                                   one.sort_values(key)[key + ["err_fro"]].reset_index(drop=True))
@@ -167,13 +167,12 @@ def test_a_plugin_that_cannot_be_imported_is_a_config_error(experiment):
 def test_plugin_on_a_dask_cluster_matches_local(experiment):
     distributed = pytest.importorskip("distributed", reason="executor=dask needs pip install -e '.[dask]'")
     mechs = f"mechanisms=[{EXAMPLE}]"
-    local = pd.read_csv(run_experiment(experiment("synthetic_trace", mechs, output="local"),
-                                       make_figure=False).results)
+    local = pd.read_csv(run_experiment(experiment("synthetic_trace", mechs, output="local")).results)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
         exp = experiment("synthetic_trace", mechs, "executor=dask", f"dask_scheduler={cluster.scheduler_address}",
                          output="dask")
-        remote = pd.read_csv(run_experiment(exp, make_figure=False).results)
+        remote = pd.read_csv(run_experiment(exp).results)
     key = ["mechanism", "trial", "N"]
     pd.testing.assert_frame_equal(local.sort_values(key)[key + ["err_fro"]].reset_index(drop=True),
                                   remote.sort_values(key)[key + ["err_fro"]].reset_index(drop=True))
@@ -257,6 +256,6 @@ def test_a_plugin_in_a_package_by_dotted_path(experiment, tmp_path, monkeypatch)
         "    return gauss_cov(problem, accountant, rng)\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     exp = experiment("synthetic_trace", "mechanisms=[gauss,mypkg.sub.cov:my_mech]")
-    rows = pd.read_csv(run_experiment(exp, make_figure=False).results)
+    rows = pd.read_csv(run_experiment(exp).results)
     assert set(rows.label) == {"GaussCov", "Mine"} and set(rows.spent) == {"0.1-zCDP"}
     assert plugin_modules(exp.mechanisms) == [("mypkg.sub.cov", str((tmp_path / "site").resolve()))]

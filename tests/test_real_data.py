@@ -24,6 +24,7 @@ from data.news import hashed_counts, news, scale_rows, v8_sentences, v16_article
 from data.registry import get_dataset
 from experiments.config import compose_experiment
 from experiments.runner import run_experiment
+from figures.plot import draw
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -424,7 +425,7 @@ def test_smoke_runs_on_staged_data(staged, tmp_path, name):
     out = run_experiment(exp)
     results = pd.read_csv(out.results)
     assert len(results) == len(exp.grid()) * exp.trials * len(exp.mechanisms)
-    assert np.isfinite(results.err_fro).all() and out.figure_png.stat().st_size > 0
+    assert np.isfinite(results.err_fro).all() and draw(exp, out)[0].stat().st_size > 0
     zero = results[results.mechanism == "zero"]
     assert (zero.err_fro <= zero.data_trace + 1e-12).all()
     if name == "news_rho":

@@ -126,16 +126,16 @@ def test_registered_and_runs_an_experiment_with_resume(experiment, csv):
     assert get_dataset("table").param_names() == ["path", "columns", "standardize", "bound"]
     exp = experiment("table_rho", f"params.path={csv}", "params.columns=[a,b]", "params.bound=3",
                      "mechanisms=[gauss,zero]")
-    out = run_experiment(exp, make_figure=False)
+    out = run_experiment(exp)
     rows = pd.read_csv(out.results)
     assert len(rows) == 2 * 2 * 2 and set(rows.data_columns) == {"a,b"}
     assert rows.data_file_sha256.nunique() == 1 and (rows.data_clipped_fraction > 0).all()
-    assert run_experiment(exp, make_figure=False).new_rows == 0  # list-valued params resume too
+    assert run_experiment(exp).new_rows == 0  # list-valued params resume too
 
 
 def test_other_experiments_run_on_a_table_once_their_data_parameters_are_dropped(experiment, csv):
     exp = experiment("synthetic_rho", "dataset=table", "~params.n", "~params.d", "~params.N", "~params.s",
                      f"params.path={csv}", "params.columns=[a,b,c]", "params.standardize=none",
                      "params.bound=max", "mechanisms=[gauss,separate]")
-    rows = pd.read_csv(run_experiment(exp, make_figure=False).results)
+    rows = pd.read_csv(run_experiment(exp).results)
     assert set(rows.dataset) == {"table"} and len(rows) == 2 * 2 * 2

@@ -1,5 +1,6 @@
-"""experiments/theory.py against Monte-Carlo on small cases, through the mechanisms themselves
-(release with clamp=False), so a change in a mechanism's calibration breaks the overlay test."""
+"""The predictions the mechanisms declare (mechanisms/predictions.py, read through experiments/theory.py)
+against Monte-Carlo on small cases, through the mechanisms themselves (release with clamp=False), so a
+change in a mechanism's calibration breaks the overlay test; and every fitted bound refitted."""
 from __future__ import annotations
 
 import math
@@ -12,7 +13,11 @@ import pytest
 from data.synthetic import synthetic_zipf
 from experiments import theory
 from experiments.config import budget_from_params
+from figures.bounds import worst_case_bounds
 from mechanisms import CovProblem, release
+from mechanisms import predictions
+from mechanisms.predictions import Bound, Facts
+from mechanisms.registry import MECHANISMS, get_mechanism
 from mechanisms.gaussian import symmetric_gaussian
 from mechanisms.laplace import symmetric_laplace
 from mechanisms.stable import gaussian_sampling
@@ -28,21 +33,21 @@ def mc_mean(draw, trials, seed=0):
 
 @pytest.mark.parametrize("d", [1, 2, 3, 7, 20])
 def test_expected_frobenius_of_the_noise_matrices(d):
-    for exact, sampler in ((theory.expected_frobenius_sgw, symmetric_gaussian),
-                           (theory.expected_frobenius_slw, symmetric_laplace)):
+    for exact, sampler in ((predictions.expected_frobenius_sgw, symmetric_gaussian),
+                           (predictions.expected_frobenius_slw, symmetric_laplace)):
         mean, sem = mc_mean(lambda rng: np.linalg.norm(sampler(d, rng)), 20000, seed=d)
         assert abs(exact(d) - mean) < 4 * sem, (exact.__name__, d, exact(d), mean, sem)
 
 
 def test_closed_forms_at_the_edges():
-    assert theory.expected_frobenius_sgw(1) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-7)  # E|N(0,1)|
-    assert theory.expected_frobenius_slw(1) == pytest.approx(1.0, rel=1e-7)  # E|Lap(1)|
+    assert predictions.expected_frobenius_sgw(1) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-7)  # E|N(0,1)|
+    assert predictions.expected_frobenius_slw(1) == pytest.approx(1.0, rel=1e-7)  # E|Lap(1)|
     for d in (100, 800):  # Jensen: E||W||_F < sqrt(E||W||_F^2), and the second-order expansion
-        assert theory.expected_frobenius_sgw(d) == pytest.approx(d * (1 - 1 / (2 * d**2)), rel=1e-5)
-        assert theory.expected_frobenius_slw(d) < math.sqrt(2) * d
-        assert theory.expected_frobenius_slw(d) == pytest.approx(math.sqrt(2) * d * (1 - 1.25 / d**2), rel=1e-5)
+        assert predictions.expected_frobenius_sgw(d) == pytest.approx(d * (1 - 1 / (2 * d**2)), rel=1e-5)
+        assert predictions.expected_frobenius_slw(d) < math.sqrt(2) * d
+        assert predictions.expected_frobenius_slw(d) == pytest.approx(math.sqrt(2) * d * (1 - 1.25 / d**2), rel=1e-5)
     with pytest.raises(ValueError, match="d must be"):
-        theory.expected_frobenius_sgw(0)
+        predictions.expected_frobenius_sgw(0)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +98,7 @@ def test_relative_metric_and_zero(small_problem):
     assert theory.predicted_error("gauss", params, "fro_rel") == pytest.approx(
         theory.predicted_error("gauss", params) / np.linalg.norm(p.sigma))
     assert theory.predicted_error("gauss", {"n": p.n, "d": p.d, "rho": 0.5}, "fro_rel") is None
-    assert theory.predicted_error("adaptive", params) is None  # no closed form: no overlay
+    assert theory.predicted_error("projection", params) is None  # nothing declared: no overlay
     with pytest.raises(ValueError, match="metric"):
         theory.predicted_error("gauss", params, "spectral")
     with pytest.raises(ValueError, match="needs 'n'"):
@@ -119,8 +124,9 @@ def test_gaussian_sampling_rms_mahalanobis_error(d, m):
     rms = math.sqrt(d * (d + 1) / m)
     # the overlay uses the m the mechanism picks
     params = {"n": 10**6, "d": d, "eps": 1.0, "delta": 1e-6}
-    m_used = theory.gaussian_sampling_m(params)
-    assert m_used is not None and m_used >= 1
+    from mechanisms.stable import stable_parameters
+    m_used = stable_parameters(params["n"], d, budget_from_params(params)).m
+    assert m_used >= 1
     assert theory.predicted_error("stable_gsampling", params, "mahalanobis") == pytest.approx(
         math.sqrt(d * (d + 1) / m_used))
     assert theory.predicted_error("stable_gsampling", {**params, "n": 50}, "mahalanobis") is None
@@ -138,12 +144,17 @@ def test_zipf_trace_matches_the_generator():
 def test_separate_bound_holds_with_the_theorem_constant_and_scales(small_problem):
     """Dong Thm 1's leading order: the fitted constant is below the theorem's 21.25 sqrt 2 (the
     theorem is a high-probability upper bound), and the bound has the theorem's scaling."""
-    assert 0 < theory.FITTED["separate"] < 21.25 * math.sqrt(2)
+    bound = get_mechanism("separate").predict
+    assert 0 < bound.constant < 21.25 * math.sqrt(2)
     base = {"n": 10**4, "d": 100, "rho": 0.1, "trace": 0.5}
-    a, b = theory.bound_terms("separate", base)
-    a4, b4 = theory.bound_terms("separate", {**base, "n": 4 * 10**4})
+
+    def terms(params):
+        return bound.terms(Facts.from_params(params), theory.line_budget("separate", params))
+
+    a, b = terms(base)
+    a4, b4 = terms({**base, "n": 4 * 10**4})
     assert a4 == pytest.approx(a / 2) and b4 == pytest.approx(b / 4)
-    a16, _ = theory.bound_terms("separate", {**base, "d": 1600})
+    a16, _ = terms({**base, "d": 1600})
     assert a16 == pytest.approx(2 * a)
 
 
@@ -151,31 +162,42 @@ def test_fit_constant_recovers_a_known_constant():
     rng = np.random.default_rng(0)
     terms = [(a, b) for a, b in rng.uniform(0.1, 1, (30, 2))]
     measured = [2.5 * a + b for a, b in terms]
-    assert theory.fit_constant(measured, terms) == pytest.approx(2.5, rel=1e-4)
+    assert predictions.fit_constant(measured, terms) == pytest.approx(2.5, rel=1e-4)
 
 
-def fitted_from_results(kind: str) -> float:
-    """Refit FITTED[kind] from the committed summaries and spectra it was fitted on."""
+BOUNDS = {}  # each declared Bound once, by the first mechanism declaring it
+for _name, _m in MECHANISMS.items():
+    if isinstance(_m.predict, Bound) and all(b is not _m.predict for b in BOUNDS.values()):
+        BOUNDS[_name] = _m.predict
+
+
+def fitted_from_results(bound: Bound) -> tuple[float, np.ndarray]:
+    """Refit ``bound``'s constant from the committed summaries and spectra it was fitted on, over the
+    lines of every mechanism declaring it; also the measured / fitted-bound ratios."""
     measured, terms, caps = [], [], []
-    for target in theory.FIT_SOURCES[kind]:
+    for target in bound.fitted_on:
         summary = pd.read_csv(ROOT / "results" / target / "summary.csv")
         spectra = theory.read_spectra(ROOT / "results" / target)
         for row in summary.to_dict("records"):
-            if theory.BOUND_OF.get(row["mechanism"]) != kind:
+            if row["mechanism"] not in MECHANISMS or MECHANISMS[row["mechanism"]].predict is not bound:
                 continue
             params = theory.row_params(row, spectra)
-            t = theory.bound_terms(row["mechanism"], params)
+            facts = Facts.from_params(params)
             metric = "fro_rel" if "err_fro_rel_mean" in row else "fro"
-            scale = 1.0 if metric == "fro" else theory._fro_sigma(params)
+            scale = 1.0 if metric == "fro" else facts.fro_sigma
             measured.append(row[f"err_{metric}_mean"] * scale)
-            terms.append(t)
-            caps.append(theory.clamp_cap(params))
-    return theory.fit_constant(measured, terms, caps)
+            terms.append(bound.terms(facts, theory.line_budget(row["mechanism"], params)))
+            caps.append(predictions.clamp_cap(facts))
+    assert measured, f"no committed line of {bound.citation} in {bound.fitted_on}"
+    c = predictions.fit_constant(measured, terms, caps)
+    values = [predictions.bound_value(t, c, cap) for t, cap in zip(terms, caps)]
+    return c, np.asarray(measured) / np.asarray(values)
 
 
-@pytest.mark.parametrize("kind", sorted(theory.FITTED))
-def test_fitted_constants_are_not_stale(kind):
-    assert theory.FITTED[kind] == pytest.approx(fitted_from_results(kind), rel=0.01)
+@pytest.mark.parametrize("name", sorted(BOUNDS))
+def test_fitted_constants_are_not_stale(name):
+    bound = BOUNDS[name]
+    assert bound.constant == pytest.approx(fitted_from_results(bound)[0], rel=0.01)
 
 
 def test_comparison_lines_up_measured_and_predicted():
@@ -196,7 +218,7 @@ def test_comparison_lines_up_measured_and_predicted():
 
 def test_worst_case_bounds_are_ordered_as_in_dong_fig1():
     d = np.array([10.0, 1e3, 1e5])
-    curves = list(theory.worst_case_bounds(d, 1e4).values())
+    curves = list(worst_case_bounds(d, 1e4).values())
     gauss, emcov, separate, lower = curves
     assert np.all(lower <= separate) and np.all(separate <= emcov) and np.all(curves[0] <= 1)
     assert gauss[0] < separate[0] and gauss[2] > separate[2]  # GaussCov wins for small d only

@@ -13,6 +13,7 @@ from data.sparse import sparse_gaussian, sparse_population
 from experiments.config import ConfigError, budget_from_params
 from experiments.metrics import relative_l1, relative_spectral
 from experiments.runner import run_experiment
+from figures.plot import draw
 from mechanisms import Accountant, ApproxDP, CovProblem, release
 
 
@@ -119,7 +120,9 @@ def test_delta_one_over_n_reaches_the_mechanism(experiment):
     assert budget_from_params({"n": 400, "eps": 1, "delta": "1/n"}) == ApproxDP(1, 1 / 400)
     with pytest.raises(ConfigError, match="needs a parameter n"):
         budget_from_params({"eps": 1, "delta": "1/n"})
-    out = run_experiment(experiment("wangxu_eps"))
+    exp = experiment("wangxu_eps")
+    out = run_experiment(exp)
+    draw(exp, out)
     rows = pd.read_csv(out.results)
     for n, budget in rows.groupby("n").budget:
         assert set(budget) == {f"({e:g}, {1 / n:g})-DP" for e in rows[rows.n == n].eps}

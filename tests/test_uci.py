@@ -14,6 +14,7 @@ from data.files import DataFile, DataFileError, locate
 from experiments.config import ConfigError
 from experiments.metrics import evaluate
 from experiments.runner import run_experiment
+from figures.plot import draw
 from mechanisms.privacy import ApproxDP, PureDP, Accountant
 from mechanisms.problem import CovProblem
 from mechanisms.regression import RidgeRelease, RidgeTask, output_perturbation, output_perturbation_sensitivity
@@ -268,7 +269,7 @@ def test_variants_run_at_their_own_budget(experiment):
     exp = experiment("amin_fig1b", "trials=1")
     assert exp.budget("g16", {"eps": 0.5}) == ApproxDP(0.5, 1e-16)
     assert exp.budget("ad", {"eps": 0.5}) == PureDP(0.5)
-    run_experiment(exp, make_figure=False)
+    run_experiment(exp)
     frame = pd.read_csv(Path(exp.output_dir) / "results.csv")
     g3 = frame[frame.mechanism == "g3"]
     assert set(g3.label) == {"G-3"} and all("1e-03" in b or "0.001" in b for b in g3.budget)
@@ -278,7 +279,7 @@ def test_variants_run_at_their_own_budget(experiment):
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"staged data not found at {SHARED}")
 def test_regression_experiment_smoke(experiment):
     exp = experiment("amin_regression", "trials=1")
-    run_experiment(exp, make_figure=True)
+    draw(exp, run_experiment(exp))
     summary = pd.read_csv(Path(exp.output_dir) / "summary.csv")
     assert (summary.err_reg_mean >= 0).all() and summary.err_reg_w_mean.notna().all()
     assert (Path(exp.output_dir) / "figure_reg_w.png").exists()

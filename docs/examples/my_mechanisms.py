@@ -17,11 +17,27 @@ import math
 
 import numpy as np
 
-from mechanisms import ZCDP, Spectral, register_mechanism
+from mechanisms import ZCDP, Prediction, Spectral, register_mechanism
 from mechanisms.gaussian import gauss_noisy
 
 
-@register_mechanism(notion=ZCDP, label="ShrunkGaussCov", name="shrunk_gauss")
+def shrunk_gauss_error(facts, budget):
+    """Declared prediction (a heuristic, at shrink = 1): the threshold t = 2 s sqrt(d) removes the
+    noise bulk and costs each eigenvalue of Sigma up to t, so ||S~ - Sigma||_F ~ sqrt(sum_i min(lambda_i, t)^2).
+    None without the eigenvalues (or a trace: then a flat spectrum is assumed)."""
+    t = 2 * facts.r2 / (math.sqrt(budget.rho) * facts.n) * math.sqrt(facts.d)
+    if facts.eigenvalues is not None:
+        values = np.asarray(facts.eigenvalues)
+    elif facts.trace is not None:
+        values = np.full(facts.d, facts.trace / facts.d)
+    else:
+        return None
+    return float(np.sqrt(np.sum(np.minimum(np.clip(values, 0, None), t) ** 2)))
+
+
+@register_mechanism(notion=ZCDP, label="ShrunkGaussCov", name="shrunk_gauss", style=("#17becf", "X"),
+                    predict=Prediction(shrunk_gauss_error, kind="declared",
+                                       citation="soft threshold at the noise edge, a heuristic"))
 def shrunk_gauss(problem, accountant, rng, *, shrink: float = 1.0):
     """GaussCov, then every eigenvalue lowered by shrink * 2 s sqrt(d) (s: GaussCov's noise scale)."""
     if isinstance(shrink, bool) or not isinstance(shrink, (int, float)) or not shrink >= 0:

@@ -1,0 +1,82 @@
+"""A grid point's dataset instance: the data, the CovProblem the mechanisms see, the truth errors are
+measured against, and the data's spectrum (for the theory overlays). Below both the runner (which
+runs mechanisms on instances) and the theory (which reads the spectra the instances had)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from data.registry import get_dataset
+from mechanisms.problem import CovProblem
+from mechanisms.regression import RidgeTask
+
+from .config import Experiment
+from .seeding import generator, params_key
+
+SPECTRUM_FILE = "spectrum.csv"  # results/<target>/spectrum.csv: the data's eigenvalues per data point
+SPECTRUM_COLUMNS = ("rows", "dim", "eigenvalues")
+
+
+def data_params(dataset_name: str, point: dict) -> dict:
+    return {k: point[k] for k in get_dataset(dataset_name).param_names()}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A dataset instance: what mechanisms see, what errors are measured against, and columns."""
+
+    problem: CovProblem
+    truth: np.ndarray
+    info: dict
+
+
+def resampled(experiment: Experiment, point: dict) -> bool:
+    """Whether the dataset draws a fresh sample for every trial at this grid point."""
+    dataset = get_dataset(experiment.dataset)
+    return dataset.resampled is not None and dataset.resampled(data_params(experiment.dataset, point))
+
+
+def build_instance(experiment: Experiment, point: dict, trial: int | None = None) -> Instance:
+    """The dataset instance of a grid point: seeded by its data parameters only, so every trial,
+    mechanism and privacy budget at these data parameters sees the same rows -- or, for a
+    resampled dataset, by the data parameters and ``trial`` (every mechanism and budget of a trial
+    sees the same sample)."""
+    dataset = get_dataset(experiment.dataset)
+    params = data_params(experiment.dataset, point)
+    key = params_key(params) + (() if trial is None else (f"trial={trial}",))
+    rng = generator(experiment.seed, "data", dataset.name, *key)
+    # One BLAS thread here too: sums in a fixed order, so the shared statistics (and every number
+    # after them) do not depend on how many threads the environment gives BLAS (exact resume).
+    with threadpool_limits(limits=1):
+        data = dataset.load(params, rng, experiment.data_dir)
+        ridge = None
+        if experiment.ridge_alpha is not None and data.target is not None:
+            ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
+        if data.X is None:  # a simulated statistic (Data.sigma of Data.n rows)
+            problem = CovProblem.from_sigma(data.sigma, data.n, radius=data.radius)
+        else:
+            problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)
+    truth = problem.sigma if data.truth is None else data.truth
+    return Instance(problem, truth, {"data_trace": problem.trace,
+                                     **{f"data_{k}": v for k, v in data.info.items()}})
+
+
+def spectra_frame(experiment: Experiment) -> pd.DataFrame:
+    """One row per data point of ``experiment`` (its data parameters): the rows and dimension of the
+    instance the runner builds and the eigenvalues of its Sigma (space-separated), so overlays need
+    no data at plotting time. Resampled datasets: trial 0's sample."""
+    rows, seen = [], set()
+    for point in experiment.grid():
+        params = data_params(experiment.dataset, point)
+        key = tuple(sorted(params.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        problem = build_instance(experiment, point, 0 if resampled(experiment, point) else None).problem
+        values = np.clip(np.linalg.eigvalsh(problem.sigma)[::-1], 0, None)
+        rows.append({**params, "rows": problem.n, "dim": problem.d,
+                     "eigenvalues": " ".join(f"{v:.6g}" for v in values)})
+    return pd.DataFrame(rows)
