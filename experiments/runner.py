@@ -143,12 +143,29 @@ def run_trials(experiment: Experiment, instance: Instance | None, point: dict, t
     return rows
 
 
-class Progress:
-    """Prints done/total, elapsed and an estimate every ``every`` seconds -- also while no task has
-    finished yet (a heartbeat thread), so a slow start (many workers, a large dataset) is visible."""
+PROGRESS_SECONDS = "DPCOV_PROGRESS_SECONDS"  # environment: seconds between progress lines (default 5)
 
-    def __init__(self, name: str, total: int, every: float = 5.0):
-        self.name, self.total, self.every = name, total, every
+
+def progress_seconds() -> float:
+    text = os.environ.get(PROGRESS_SECONDS, "5")
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"{PROGRESS_SECONDS} must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+class Progress:
+    """Prints done/total, elapsed and an estimate: at the first finished task, then every second for
+    the first ten seconds and every ``every`` seconds after, and at the end -- one plain line each (readable in a log file and under CI). Before the
+    first result a heartbeat thread says the workers are warming up (starting, importing, compiling
+    the samplers, loading the data), so a slow start is reported as such."""
+
+    def __init__(self, name: str, total: int, every: float | None = None, workers: int = 1):
+        every = progress_seconds() if every is None else every
+        self.name, self.total, self.every, self.workers = name, total, every, workers
         self.done, self.start = 0, time.perf_counter()
         self.last = self.start
         self._lock, self._stop = threading.Lock(), threading.Event()
@@ -163,18 +180,27 @@ class Progress:
         self._thread.join()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.every / 5):
-            if time.perf_counter() - self.last >= self.every:
+        while not self._stop.wait(min(self.every, 1.0) / 5):
+            now = time.perf_counter()
+            if now - self.last >= (min(self.every, 1.0) if now - self.start < 10 else self.every):
                 self.update(0, force=True)
 
     def update(self, count: int, force: bool = False) -> None:
         with self._lock:
+            first = self.done == 0 and count > 0
             self.done += count
             now = time.perf_counter()
-            if force or now - self.last >= self.every or self.done == self.total:
+            # every second for the first ten, then every ``every`` seconds
+            every = min(self.every, 1.0) if now - self.start < 10 else self.every
+            if force or first or now - self.last >= every or self.done == self.total:
                 self.last = now
                 elapsed = now - self.start
-                eta = f"~{elapsed / self.done * (self.total - self.done):.0f}s left" if self.done else "starting"
+                if not self.done:
+                    print(f"[{self.name}] 0/{self.total} mechanism runs, {elapsed:.0f}s elapsed: warming up "
+                          f"({self.workers} worker{'s' * (self.workers != 1)} starting, importing and compiling, "
+                          f"building the data)", flush=True)
+                    return
+                eta = f"~{elapsed / self.done * (self.total - self.done):.0f}s left"
                 print(f"[{self.name}] {self.done}/{self.total} mechanism runs "
                       f"({100 * self.done / max(self.total, 1):.0f}%), {elapsed:.0f}s elapsed, {eta}", flush=True)
 
@@ -331,8 +357,10 @@ def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
           f"-> {store.dir}", flush=True)
     new_rows = 0
     if work:
-        with trial_executor(experiment) as n_jobs, Progress(experiment.name, runs) as progress:
-            chunk = max(1, min(10, math.ceil(experiment.trials / effective_n_jobs(n_jobs))))
+        with trial_executor(experiment) as n_jobs, \
+                Progress(experiment.name, runs, workers=effective_n_jobs(n_jobs)) as progress:
+            # tasks of a few trials: about 4 per worker per grid point, so counts rise as runs finish
+            chunk = max(1, min(10, math.ceil(experiment.trials / (4 * effective_n_jobs(n_jobs)))))
             parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
             for rows in parallel(_tasks(experiment, work, chunk)):
                 store.append(rows)  # written as soon as a task finishes: an interruption loses little

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,7 @@ METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
                  "l1": r"relative $\ell_1$ error $\|\Sigma^+ - U\|_1 / \|U\|_1$",
                  "mahalanobis": r"Mahalanobis error $\|\Sigma^{-1/2}\tilde\Sigma\Sigma^{-1/2} - I\|_F$"}
 THEORY_METRICS = ("fro", "fro_rel", "mahalanobis")  # the metrics a prediction speaks to (mechanisms/predictions.py)
+CAPTION_WIDTH = 44  # characters per line of a panel's caption (a panel is 4 inches wide)
 FALLBACKS = "fallbacks"  # summary column: trials at a point whose release fell back (0 if absent)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -205,8 +207,8 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
         ax.set_visible(False)
     styles = line_styles(panels)
     handles: dict[str, object] = {}
-    theory_handles: dict[str, object] = {}
-    notes: dict[str, object] = {}  # legend notes: lines drawn on top of one another
+    theory_handles: dict[str, list] = {}  # legend text -> [handle, {whether it lies on the measured line}]
+    notes: dict[str, tuple] = {}  # line -> (hollow handle, lines it lies on): drawn on top of one another
     fell_back = False
     for index, (ax, panel) in enumerate(zip(axes.flat, panels)):
         mean = panel.frame[f"err_{panel.metric}_mean"]
@@ -226,15 +228,16 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
                 described = ", ".join(describe(p, v) for p, v in zip(panel.lines, values))
                 text = described if panel.lines_by_value_only else f"{text}, {described}"
             means = pd.Series(line["_mean"].to_numpy(), index=line[panel.x].to_numpy())
-            under = next((other for other, other_means in drawn_lines if coincide(means, other_means)), None)
-            if under is None:
-                handle, = ax.plot(line[panel.x], line["_mean"], color=style.colour, marker=style.marker,
-                                  linestyle=style.linestyle, ms=4, lw=1.4, label=text)
-            else:  # on top of an earlier line: a hollow, larger marker keeps both visible
-                handle, = ax.plot(line[panel.x], line["_mean"], color=style.colour, marker=style.marker,
-                                  linestyle=style.linestyle, ms=8, lw=1.0, markerfacecolor="none",
-                                  markeredgewidth=1.3, label=text, zorder=3)
-                notes.setdefault(f"{text}: hollow markers, on top of {under}", handle)
+            under = [other for other, other_means in drawn_lines if coincide(means, other_means)]
+            look = dict(color=style.colour, marker=style.marker, linestyle=style.linestyle)
+            if not under:
+                handle, = ax.plot(line[panel.x], line["_mean"], ms=4, lw=1.4, label=text, **look)
+            else:  # on top of earlier lines: a hollow marker, larger for each line under it
+                hollow = dict(ms=4 + 3.5 * len(under), markerfacecolor="none", markeredgewidth=1.2)
+                ax.plot(line[panel.x], line["_mean"], lw=1.0, label=text, zorder=3, **look, **hollow)
+                notes.setdefault(text, (Line2D([], [], lw=1.0, **look, **hollow), []))
+                notes[text][1].extend(u for u in under if u not in notes[text][1])
+                handle = Line2D([], [], ms=4, lw=1.4, **look)  # the legend shows its usual look
             drawn_lines.append((text, means))
             if not panel.lines:  # lines by parameter value get the panel's own legend
                 handles.setdefault(text, handle)
@@ -252,9 +255,8 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
                 # theory: a light, wide dotted band under the data (never dashed: dashes are "as published")
                 handle, = ax.plot(xs, ys, color=style.colour, linestyle=THEORY_LINESTYLE, lw=2.2, alpha=0.4,
                                   dash_capstyle="round", zorder=1)
-                on_line = coincide(pd.Series(ys, index=xs), means)
-                theory_handles.setdefault(f"{paper_name(label)}: {kind}" + (" (on the measured line)" if on_line
-                                                                            else ""), handle)
+                entry = theory_handles.setdefault(f"{paper_name(label)}: {kind}", [handle, set()])
+                entry[1].add(coincide(pd.Series(ys, index=xs), means))
                 predicted += [min(ys), max(ys)]
         if panel.logx:
             ax.set_xscale("log")
@@ -278,6 +280,7 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
         caption = panel.caption
         if letters and len(panels) > 1:
             caption = f"({chr(ord('a') + index)}) {caption}".strip()
+        caption = textwrap.fill(caption, CAPTION_WIDTH)  # a long caption wraps under its own panel
         ax.set_xlabel(f"{xlabel}\n{caption}" if caption else xlabel)
         if index % columns == 0:
             ax.set_ylabel(panel.ylabel or METRIC_LABELS.get(panel.metric, f"error ({panel.metric})"))
@@ -285,10 +288,13 @@ def build_figure(panels: list[Panel], columns: int | None = None, title: str = "
         if panel.lines:
             ax.legend(fontsize=6, loc="best")
     legend = dict(handles)
-    legend.update(notes)
+    legend.update({f"{text}: hollow where it lies on {' / '.join(under)}": handle
+                   for text, (handle, under) in notes.items()})
     if theory_handles:  # the theory layer under its own heading
         legend["theory (light dotted):"] = Line2D([], [], linestyle="none")
-        legend.update(theory_handles)
+        where = {frozenset({True}): " (on the measured line)", frozenset({True, False}): " (on the measured line in places)"}
+        legend.update({text + where.get(frozenset(on_line), ""): handle
+                       for text, (handle, on_line) in theory_handles.items()})
     if fell_back:
         legend["○ trials fell back (no release) at this point"] = Line2D(
             [], [], linestyle="none", marker="o", ms=9, markerfacecolor="none", markeredgecolor="black")
@@ -330,6 +336,17 @@ def place_legend(fig, legend: dict, most_columns: int) -> None:
     legend_inches = extent.height / fig.dpi + 0.1
     fig.set_figheight(fig.get_figheight() + legend_inches)
     fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1))
+
+
+def caption_clashes(fig) -> list[str]:
+    """Panels' x labels (with their captions) that overlap another's or leave the figure (after drawing)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(ax.get_xlabel().replace("\n", " "), ax.xaxis.label.get_window_extent(renderer))
+             for ax in fig.axes if ax.get_visible() and ax.get_xlabel()]
+    clashes = [f"{a} / {b}" for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
+    clashes += [f"{a}: outside the figure" for a, box in boxes if box.x0 < -1 or box.x1 > fig.bbox.width + 1]
+    return clashes
 
 
 def legend_clashes(fig) -> list[str]:

@@ -97,7 +97,7 @@ class Prediction:
     def legend(self) -> str:
         """Legend text of the overlay."""
         if self.kind == "exact":
-            return "predicted (exact, before clamp)"
+            return f"predicted (exact{', ' + self.citation if self.citation else ''})"
         return f"predicted ({self.citation})" if self.citation else "predicted (declared)"
 
 
@@ -198,9 +198,9 @@ def expected_frobenius_slw(d: int) -> float:
 
 def gaussian_noise(scale: Callable[[Facts, object], float]) -> Prediction:
     """The exact prediction of S~ = Sigma + s W, W ~ SGW(d), with entry scale ``scale(facts, budget)``."""
-    return Prediction(lambda f, b: scale(f, b) * expected_frobenius_sgw(f.d), kind="exact")
+    return Prediction(lambda f, b: scale(f, b) * expected_frobenius_sgw(f.d), kind="exact", citation="before clamp")
 
 
 def laplace_noise(scale: Callable[[Facts, object], float]) -> Prediction:
     """The exact prediction of S~ = Sigma + s W, W ~ SLW(d), with entry scale ``scale(facts, budget)``."""
-    return Prediction(lambda f, b: scale(f, b) * expected_frobenius_slw(f.d), kind="exact")
+    return Prediction(lambda f, b: scale(f, b) * expected_frobenius_slw(f.d), kind="exact", citation="before clamp")

@@ -528,4 +528,4 @@ def predicted_mahalanobis(f: Facts, budget: ApproxDP) -> float | None:
     return math.sqrt(f.d * (f.d + 1) / m)
 
 
-STABLE_PREDICTION = Prediction(mahalanobis=predicted_mahalanobis, kind="exact")
+STABLE_PREDICTION = Prediction(mahalanobis=predicted_mahalanobis, kind="exact", citation="RMS √(d(d+1)/m)")

@@ -110,6 +110,7 @@ def test_committed_figure_has_readable_ticks(name, target, experiment, metric):
     try:
         assert plot.overlapping_tick_labels(fig) == [], name
         assert plot.legend_clashes(fig) == [], name  # the legend covers no panel, tick or axis label
+        assert plot.caption_clashes(fig) == [], name  # nor does a caption cover another
     finally:
         plt.close(fig)
 
@@ -124,7 +125,7 @@ def test_coinciding_lines_are_found_and_marked():
     fig = plot.build_figure(panels, columns)
     try:
         texts = legend_texts(fig)
-        assert "CoinPress (t=1): hollow markers, on top of GaussCov" in texts
+        assert "CoinPress (t=1): hollow where it lies on GaussCov" in texts
         hollow = [line for line in fig.axes[0].get_lines() if line.get_markerfacecolor() == "none"
                   and line.get_label() == "CoinPress (t=1)"]
         assert hollow and hollow[0].get_markersize() > 4
@@ -157,6 +158,7 @@ def test_composite_figures_have_readable_ticks(composite):
     fig = build_composite(composite)
     try:
         assert plot.overlapping_tick_labels(fig) == []
+        assert plot.legend_clashes(fig) == [] and plot.caption_clashes(fig) == []
     finally:
         plt.close(fig)
 

@@ -2,6 +2,7 @@
 configs, multirun, interruptions, unwritable places. README.md "Bad input" lists these cases."""
 import gzip
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -408,3 +409,23 @@ def test_fallback_releases_are_recorded_and_counted(experiment):
     assert (results[~stable].released == "ok").all()
     counts = summary.set_index("mechanism").fallbacks
     assert (counts["stable_gsampling"] == 2).all() and (counts.drop("stable_gsampling") == 0).all()
+
+
+def test_progress_counts_rise_while_the_runs_finish(tmp_path):
+    """The README's first command on two of its six grid points, with a progress line every 0.2 s: the
+    counts rise through at least three values before 100 %, each one plain line (readable in a log)."""
+    env = {**os.environ, "DPCOV_PROGRESS_SECONDS": "0.2"}
+    done = subprocess.run([sys.executable, "run.py", "experiment=synthetic_trace", "sweep.N=[1,4]", "n_jobs=2",
+                           f"output_dir={tmp_path}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    counts = [int(m) for m in re.findall(r"\] (\d+)/\d+ mechanism runs \(", done.stdout)]
+    total = int(re.search(r"/(\d+) mechanism runs", done.stdout).group(1))
+    assert counts == sorted(counts) and counts[-1] == total, done.stdout
+    assert len({c for c in counts if 0 < c < total}) >= 3, done.stdout
+    assert "\r" not in done.stdout
+
+
+def test_progress_interval_is_checked(monkeypatch):
+    monkeypatch.setenv("DPCOV_PROGRESS_SECONDS", "0")
+    with pytest.raises(ValueError, match="DPCOV_PROGRESS_SECONDS must be a number of seconds > 0"):
+        Progress("x", 1)
