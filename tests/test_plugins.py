@@ -12,7 +12,8 @@ import pytest
 from experiments.config import ConfigError
 from experiments.runner import run_experiment
 from figures.plot import draw
-from mechanisms import BudgetExceeded, CovProblem, PureDP, ZCDP, get_mechanism, register_mechanism, release
+from mechanisms import (AuditNeeds, BudgetExceeded, CovProblem, Facts, PureDP, ZCDP, get_mechanism,
+                        register_mechanism, release)
 from mechanisms.registry import MECHANISMS, PLUGINS, plugin_modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,3 +260,47 @@ def test_a_plugin_in_a_package_by_dotted_path(experiment, tmp_path, monkeypatch)
     rows = pd.read_csv(run_experiment(exp).results)
     assert set(rows.label) == {"GaussCov", "Mine"} and set(rows.spent) == {"0.1-zCDP"}
     assert plugin_modules(exp.mechanisms) == [("mypkg.sub.cov", str((tmp_path / "site").resolve()))]
+
+
+def test_register_mechanism_checks_what_else_it_declares():
+    with pytest.raises(TypeError, match="predict must be a Prediction or a function"):
+        register_mechanism(notion=ZCDP, predict=3)
+    with pytest.raises(TypeError, match="audit must be an AuditNeeds"):
+        register_mechanism(notion=ZCDP, audit={"profile": "dp"})
+    with pytest.raises(ValueError, match="style must be"):
+        register_mechanism(notion=ZCDP, style="red")
+    with pytest.raises(ValueError, match="audit profile must be"):
+        AuditNeeds("renyi")
+
+
+def test_a_plugins_declarations_reach_the_advisor_the_overlay_the_style_and_the_audit(monkeypatch):
+    """One place per mechanism: what the example plug-in declares with @register_mechanism is what
+    the advisor ranks, the figure overlays, the style table draws and the audits use."""
+    import importlib.util
+
+    from experiments.theory import predicted_error
+    from figures import plot
+    from figures.style import style_for
+
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import my_mechanisms
+
+    facts = {"n": 1000, "d": 10, "rho": 0.1, "trace": 1.0}
+    expected = my_mechanisms.shrunk_gauss_error(Facts.from_params(facts), ZCDP(0.1))
+    assert predicted_error(EXAMPLE, facts) == pytest.approx(expected)
+    spec = importlib.util.spec_from_file_location("advise_for_plugins", ROOT / "scripts" / "advise.py")
+    advise = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(advise)
+    frame = advise.advise(1000, 10, ZCDP(0.1), trace=1.0, mechanisms=["gauss", EXAMPLE], table=pd.DataFrame())
+    row = frame.set_index("mechanism").loc[EXAMPLE]
+    assert row.kind == "declared" and row.predicted == pytest.approx(expected)
+    summary = pd.DataFrame([{"experiment": "t", "dataset": "synthetic_zipf", "mechanism": EXAMPLE,
+                             "label": "ShrunkGaussCov", "n": n, "d": 10, "N": 1, "s": 3, "rho": 0.1,
+                             "err_fro_mean": 0.01, "err_fro_sem": 0.0, "err_fro_count": 2} for n in (1000, 4000)])
+    panels, _ = plot.summary_panels(summary, type("F", (), {"panel": None, "x": "n", "columns": None, "xlabel": None,
+                                                             "ylabel": None, "logx": True, "logy": True})(),
+                                    "fro", ["n", "d", "rho"])
+    xs, ys, legend = plot._theory_line(panels[0], EXAMPLE, panels[0].frame)
+    assert xs == [1000, 4000] and all(y > 0 for y in ys) and "heuristic" in legend
+    assert style_for("ShrunkGaussCov").colour == "#17becf"
+    assert get_mechanism(EXAMPLE).audit == AuditNeeds()  # nothing declared: the default pairs
