@@ -29,8 +29,9 @@ from .spectral import Spectral
 def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
                         subtract: np.ndarray | None = None, block: int | None = None,
                         eigen: tuple[np.ndarray, np.ndarray] | None = None,
-                        max_proposals: int = DEFAULT_MAX_PROPOSALS) -> np.ndarray:
-    """Amin Algorithm 1, step 2: theta_1..theta_d (columns), theta_i ~ exp(eta_i u^T C_i u).
+                        max_proposals: int = DEFAULT_MAX_PROPOSALS, steps: int | None = None) -> np.ndarray:
+    """Amin Algorithm 1, step 2: theta_1..theta_d (columns), theta_i ~ exp(eta_i u^T C_i u); with
+    ``steps`` = k < d, only theta_1..theta_k (the algorithm stopped after k steps: a d x k result).
 
     Projection (default): C_i is C compressed to the orthogonal complement of theta_1..theta_(i-1)
     (step 2b-c), so the thetas are orthonormal. Kapralov–Talwar (``subtract`` = the noisy
@@ -50,41 +51,44 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     # so the chain of draws runs on eigenvalues alone ...
     if eigen is not None and eigen[1].shape != C.shape:
         raise ValueError(f"eigen= is the eigh of a {eigen[1].shape} matrix, C is {C.shape}")
+    k = d if steps is None else int(steps)
+    if not 1 <= k <= d:
+        raise ValueError(f"steps must be an integer in [1, d = {d}], got {steps!r}")
     mu, basis = np.linalg.eigh(C) if eigen is None else eigen
-    draws, steps, spectra = [], [], [mu]
-    for i in range(d):
+    draws, updates, spectra = [], [], [mu]
+    for i in range(k):
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
         draws.append(u)
-        if i < d - 1:
+        if i < k - 1:
             if subtract is None:
-                steps.append(compress_values(mu, u))
-                mu = sorted_values(steps[-1])
+                updates.append(compress_values(mu, u))
+                mu = sorted_values(updates[-1])
             else:
                 mu, description = rank_one_values(mu, u, -subtract[i])
-                steps.append(description)
+                updates.append(description)
             spectra.append(mu)
 
     def step_vectors(j: int) -> np.ndarray:  # W_j^T: C_(j+1)'s eigenvectors in C_j's eigenbasis
         if subtract is None:
-            return compress_vectors(draws[j], steps[j])[1]
-        return rank_one_vectors(steps[j], d)
+            return compress_vectors(draws[j], updates[j])[1]
+        return rank_one_vectors(updates[j], d)
 
     # ... and theta_i = B_s W_s ... W_(i-1) u_i (B_s: C_s's eigenbasis) is built in blocks of
     # steps s..e-1: backwards within the block, then a fresh eigh gives B_e, instead of one basis
     # product per step (d^4/4 flops projecting, d^4 for KT).
-    thetas = np.empty((d, d))
+    thetas = np.empty((d, k))
     block = max(32, int(3 * math.sqrt(d))) if block is None else int(block)
     if block < 1:
         raise ValueError(f"block must be >= 1, got {block}")
     s = 0
-    while s < d:
-        e = min(s + block, d)
+    while s < k:
+        e = min(s + block, k)
         Yt, probe = _accumulate_block(draws, step_vectors, s, e)
-        if e < d and subtract is None:
+        if e < k and subtract is None:
             thetas[:, s:e], basis = _next_basis(basis, spectra[s], Yt, spectra[e], probe)
         else:
             thetas[:, s:e] = basis @ Yt.T
-            if e < d:
+            if e < k:
                 basis = basis @ _next_eigenbasis_kt(spectra[s], Yt, subtract[s:e], spectra[e], probe)
         s = e
     if subtract is None:
@@ -187,9 +191,19 @@ def _release(values: np.ndarray, thetas: np.ndarray, back: float, orthonormal: b
 AMIN_CALIBRATIONS = ("paper", "public_code")
 
 
+def check_components(components, d: int) -> int:
+    """k of a top-k release (None: all d)."""
+    if components is None:
+        return d
+    if isinstance(components, bool) or not isinstance(components, (int, np.integer)) or not 1 <= components <= d:
+        raise ValueError(f"components must be an integer in [1, d = {d}] (or None: all), got {components!r}")
+    return int(components)
+
+
 def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
               split: str = "adaptive", variant: str = "project", beta: float = 0.1,
-              calibration: str = "paper", max_proposals: int = DEFAULT_MAX_PROPOSALS):
+              calibration: str = "paper", max_proposals: int = DEFAULT_MAX_PROPOSALS,
+              components: int | None = None):
     """Amin et al. Algorithm 1 under eps-DP: eps_0 = eps/2 on the eigenvalues (Laplace, l1
     sensitivity 2), eps/2 over the d sampling steps, uniformly (IT-U) or by Corollary 1 (AD):
     eps_i proportional to sqrt(lambda^_i + tau), tau = 2/eps_0 log(2d/beta). Each step samples
@@ -204,7 +218,10 @@ def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
     2 eps_0-DP) and a step exp(eta u^T C u) with u^T (C - C') u in [-1, 1] is 2 eta = 4 eps_i-DP, so
     the release is (2 eps/2 + 4 eps/2) = 3 eps-DP by the standard analysis (1.5 eps under add/remove-
     one neighbours, where both sensitivities halve). The accountant records the budget the code
-    claims (eps), labelled as such; the figures label the line "(as published)"."""
+    claims (eps), labelled as such; the figures label the line "(as published)".
+
+    components = k < d: Algorithm 1 stopped after k steps (a private top-k PCA): eps/2 split over the
+    k eigenvectors only, the release V diag(lambda^_1..k) V^T of rank k."""
     if split not in ("adaptive", "uniform") or variant not in ("project", "subtract"):
         raise ValueError(f"split must be adaptive|uniform and variant project|subtract, got {split}, {variant}")
     if calibration not in AMIN_CALIBRATIONS:
@@ -214,24 +231,25 @@ def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
     total: PureDP = accountant.total
     C, back = _check_unit_scale(problem)
     d = problem.d
+    k = check_components(components, d)
     eps0 = accountant.spend(total.scaled(0.5), "eigenvalues (Laplace)" + claimed).eps
     values = problem.eigenvalues * (problem.n / problem.radius**2) \
         + rng.laplace(scale=(1 if published else 2) / eps0, size=d)
     if published:  # the public code sorts the noisy eigenvalues and clips them to [0, n]
         values = np.clip(np.sort(values)[::-1], 0.0, problem.n)
     if split == "uniform":
-        eps = np.full(d, total.eps / 2 / d)
-    else:  # Corollary 1
+        eps = np.full(k, total.eps / 2 / k)
+    else:  # Corollary 1 (over the k steps taken)
         tau = 2 / eps0 * math.log(2 * d / beta)
-        weights = np.sqrt(np.maximum(values + tau, 0.0))
-        eps = total.eps / 2 * (weights / weights.sum() if weights.sum() > 0 else np.full(d, 1 / d))
-    for i in range(d):
+        weights = np.sqrt(np.maximum(values[:k] + tau, 0.0))
+        eps = total.eps / 2 * (weights / weights.sum() if weights.sum() > 0 else np.full(k, 1 / k))
+    for i in range(k):
         if eps[i] > 0:
             accountant.spend(PureDP(eps[i]), f"eigenvector {i + 1} (exponential mechanism){claimed}")
     etas = 2 * eps if published else eps / 4
     thetas = sample_eigenvectors(C, etas, rng, subtract=values if variant == "subtract" else None,
-                                 eigen=problem.unit_gram_eigh, max_proposals=max_proposals)
-    return _release(values, thetas, back, orthonormal=variant == "project")
+                                 eigen=problem.unit_gram_eigh, max_proposals=max_proposals, steps=k)
+    return _release(values[:k], thetas, back, orthonormal=variant == "project")
 
 
 EMCOV_CALIBRATIONS = ("zcdp", "public_code")
@@ -247,7 +265,7 @@ def advanced_composition_step(eps: float, steps: int, delta: float) -> float:
 
 def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                charge: str = "bounded_range", calibration: str = "zcdp",
-               max_proposals: int = DEFAULT_MAX_PROPOSALS):
+               max_proposals: int = DEFAULT_MAX_PROPOSALS, components: int | None = None):
     """EMCov under rho-zCDP (Dong et al. Appendix C): rho/2 on the eigenvalues of C by the Gaussian
     mechanism (l2 sensitivity sqrt(2), Dong Lemma 10), rho/2 split evenly over the d
     exponential-mechanism steps. A step of budget rho_i samples exp(eta u^T C_i u) with
@@ -262,7 +280,9 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
     That release is (eps, delta)-DP (the Laplace step is eps/2-DP; a step is eps_1/2-DP, and
     advanced composition of d such steps stays below eps/2 at delta) but it is NOT rho-zCDP: a
     single (eps, delta) pair does not imply zCDP, so the line is compared at a weaker guarantee than
-    the others. The accountant records the claimed rho, labelled as such."""
+    the others. The accountant records the claimed rho, labelled as such.
+
+    components = k < d: stopped after k steps, rho/2 split over those k (a private top-k PCA)."""
     if charge not in ("bounded_range", "pure"):
         raise ValueError(f"charge must be 'bounded_range' or 'pure', got {charge!r}")
     if calibration not in EMCOV_CALIBRATIONS:
@@ -270,50 +290,52 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
     total: ZCDP = accountant.total
     C, back = _check_unit_scale(problem)
     d = problem.d
+    k = check_components(components, d)
     if calibration == "public_code":
         eps = total.to_approx_dp(PUBLIC_CODE_DELTA).eps
         accountant.spend(total, f"as published: ({eps:g}, {PUBLIC_CODE_DELTA:g})-DP claimed as {total}")
         values = np.clip(problem.eigenvalues * (problem.n / problem.radius**2)
                          + rng.laplace(scale=2 / (eps / 2), size=d), 0.0, problem.n)
-        eta = advanced_composition_step(eps / 2, d, PUBLIC_CODE_DELTA) / 4
-        thetas = sample_eigenvectors(C, np.full(d, eta), rng, eigen=problem.unit_gram_eigh,
-                                     max_proposals=max_proposals)
-        return _release(values, thetas, back)
+        eta = advanced_composition_step(eps / 2, k, PUBLIC_CODE_DELTA) / 4
+        thetas = sample_eigenvectors(C, np.full(k, eta), rng, eigen=problem.unit_gram_eigh,
+                                     max_proposals=max_proposals, steps=k)
+        return _release(values[:k], thetas, back)
     half = accountant.spend(total.scaled(0.5), "eigenvalues (Gaussian)")
     values = problem.eigenvalues * (problem.n / problem.radius**2) \
         + gaussian_sigma(math.sqrt(2), half) * rng.standard_normal(d)
-    step = total.scaled(0.5 / d)
-    for i in range(d):
+    step = total.scaled(0.5 / k)
+    for i in range(k):
         accountant.spend(step, f"eigenvector {i + 1} (exponential mechanism, {charge})")
     eta = math.sqrt(2 * step.rho) * (1.0 if charge == "bounded_range" else 0.5)
-    thetas = sample_eigenvectors(C, np.full(d, eta), rng, eigen=problem.unit_gram_eigh,
-                                     max_proposals=max_proposals)
-    return _release(values, thetas, back)
+    thetas = sample_eigenvectors(C, np.full(k, eta), rng, eigen=problem.unit_gram_eigh,
+                                 max_proposals=max_proposals, steps=k)
+    return _release(values[:k], thetas, back)
 
 
 def iterative_uniform(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
-                      calibration: str = "paper", max_proposals: int = DEFAULT_MAX_PROPOSALS):
+                      calibration: str = "paper", max_proposals: int = DEFAULT_MAX_PROPOSALS,
+                      components: int | None = None):
     """IT-U (Amin et al. §4): Algorithm 1 with eps/2 split uniformly over the eigenvectors
     (calibration="public_code": as published in their code, not eps-DP; see amin_pure)."""
     return amin_pure(problem, accountant, rng, split="uniform", calibration=calibration,
-                     max_proposals=max_proposals)
+                     max_proposals=max_proposals, components=components)
 
 
 def iterative_adaptive(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                        beta: float = 0.1, calibration: str = "paper",
-                       max_proposals: int = DEFAULT_MAX_PROPOSALS):
+                       max_proposals: int = DEFAULT_MAX_PROPOSALS, components: int | None = None):
     """AD (Amin et al. §4): Algorithm 1 with the Corollary 1 split (calibration="public_code": as
     published in their code, not eps-DP; see amin_pure)."""
     return amin_pure(problem, accountant, rng, split="adaptive", beta=beta, calibration=calibration,
-                     max_proposals=max_proposals)
+                     max_proposals=max_proposals, components=components)
 
 
 def kapralov_talwar(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
-                    max_proposals: int = DEFAULT_MAX_PROPOSALS):
+                    max_proposals: int = DEFAULT_MAX_PROPOSALS, components: int | None = None):
     """KT (Kapralov & Talwar 2013 as run by Amin et al.): subtract lambda^_i theta_i theta_i^T instead
     of projecting; uniform split of eps/2 over the eigenvectors."""
     return amin_pure(problem, accountant, rng, split="uniform", variant="subtract",
-                     max_proposals=max_proposals)
+                     max_proposals=max_proposals, components=components)
 
 
 # --- predicted errors (mechanisms/predictions.py) --------------------------------------------------

@@ -329,13 +329,16 @@ def check_options(name, options: dict) -> None:
 
 
 def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator, *,
-            options: dict | None = None, clamp: bool = True) -> tuple[np.ndarray, Accountant]:
+            options: dict | None = None, clamp: bool = True,
+            spectral: bool = False) -> tuple[np.ndarray | Spectral, Accountant]:
     """Run mechanism ``name`` on ``problem`` so that the output satisfies ``budget``.
 
     ``name``: a built-in name, a plug-in's dotted path or short name, or a @register_mechanism
     function. The mechanism gets the largest budget of its own notion that implies ``budget`` and
     spends it through the returned accountant. ``clamp`` projects the eigenvalues of the released
-    estimate into [0, r^2] (post-processing, so free of privacy cost).
+    estimate into [0, r^2] (post-processing, so free of privacy cost). ``spectral``: return the
+    release as a ``Spectral`` (eigenvalues and eigenvectors; as the mechanism gave them when it
+    releases factored, e.g. the k eigenvectors of a top-k release) instead of a d x d matrix.
     """
     mechanism = get_mechanism(name)
     if not isinstance(problem, CovProblem):
@@ -353,6 +356,11 @@ def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator,
         estimate = _checked_output(mechanism, estimate, problem.d)
     if isinstance(estimate, regression.RidgeRelease):
         return estimate, accountant
+    if spectral:
+        factored = estimate if isinstance(estimate, Spectral) else Spectral.of(np.asarray(estimate))
+        if clamp:
+            factored = Spectral(np.clip(factored.values, 0.0, problem.radius**2), factored.vectors)
+        return factored, accountant
     if clamp:
         return clamp_eigenvalues(estimate, 0.0, problem.radius**2), accountant
     return as_matrix(estimate), accountant

@@ -1,0 +1,21 @@
+"""dpcov: differentially private covariance estimation -- the public API under the project's own name.
+
+    import dpcov
+    cov = dpcov.PrivateCovariance(mechanism="separate", budget=dpcov.ZCDP(0.5), radius=1.0,
+                                  centering="assume_centered").fit(X)
+
+Budgets (``ZCDP``, ``PureDP``, ``ApproxDP``), the problem and ``release`` (any registered mechanism or
+plug-in by name), ``register_mechanism`` with what a plug-in may declare (``Prediction``, ``Bound``,
+``AuditNeeds``), the error metrics, and scikit-learn estimators (``PrivateCovariance``, ``PrivatePCA``,
+``PrivateRidge``). User code imports this, not the suite's folder names.
+"""
+from experiments.metrics import METRICS
+from mechanisms import (MECHANISMS, Accountant, ApproxDP, AuditNeeds, Bound, BudgetExceeded, CovProblem, Facts,
+                        Prediction, PureDP, Spectral, ZCDP, budget_guaranteeing, get_mechanism, register_mechanism,
+                        release)
+
+from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_variance_ratio
+
+__all__ = ["Accountant", "ApproxDP", "AuditNeeds", "Bound", "BudgetExceeded", "CovProblem", "Facts", "MECHANISMS",
+           "METRICS", "Prediction", "PrivateCovariance", "PrivatePCA", "PrivateRidge", "PureDP", "Spectral", "ZCDP",
+           "budget_guaranteeing", "captured_variance_ratio", "get_mechanism", "register_mechanism", "release"]

@@ -1,0 +1,219 @@
+"""scikit-learn estimators on the suite's mechanisms: a private covariance, a private PCA and ridge
+regression from a private covariance (Amin et al. 2019, App. C).
+
+Conventions (scikit-learn's): ``__init__`` only stores its parameters, ``fit`` returns self, fitted
+attributes end in ``_``; ``get_params``/``set_params``/``clone`` work; ``random_state`` (an int, a
+``numpy.random.Generator`` or None) seeds the noise, so a fixed int gives the same release on every fit.
+
+Privacy, said explicitly by the caller:
+- ``radius``: a public bound on every row's l2 norm (for PrivateRidge: of the row [x, y]). It is never
+  taken from the data: without it ``fit`` refuses. Rows outside the ball are an error, or, with
+  ``clip=True``, scaled onto its surface (a per-row map that needs no data: still private).
+- ``centering``: "assume_centered" (the data are centred with public knowledge: Sigma = X^T X / n) or
+  "private" (a private mean spends ``mean_share`` of the budget, the covariance the rest, by basic
+  composition in one accountant; centred rows then lie in the 2r-ball). There is no default.
+- ``budget``: ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta) for the whole fit; the mechanism runs at
+  the largest budget of its own notion that implies its share (as ``release`` does). The spent
+  budget and every sub-step are in ``budget_spent_`` and ``ledger_``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from mechanisms.mean import private_mean
+from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant
+from mechanisms.problem import CovProblem
+from mechanisms.registry import check_options, get_mechanism, release
+
+CENTERINGS = ("assume_centered", "private")
+
+
+def _generator(random_state) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)):
+        return np.random.default_rng(random_state)
+    raise ValueError(f"random_state must be an int, a numpy.random.Generator or None, got {random_state!r}")
+
+
+class _PrivateFit:
+    """The shared steps of every estimator's fit: check the declarations, bound the rows, centre, and
+    release the covariance through one accountant."""
+
+    def _check_declarations(self):
+        if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
+            raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
+        if self.radius is None:
+            raise ValueError(f"{type(self).__name__} needs radius=: a public bound on every row's l2 norm (not "
+                             f"taken from the data, which would not be private); e.g. radius=1.0 for rows "
+                             f"scaled into the unit ball, and clip=True to project rows outside it onto it")
+        if isinstance(self.radius, bool) or not isinstance(self.radius, (int, float, np.floating)) \
+                or not np.isfinite(self.radius) or self.radius <= 0:
+            raise ValueError(f"radius must be a finite number > 0, got {self.radius!r}")
+        if self.centering not in CENTERINGS:
+            raise ValueError(f"centering must be 'assume_centered' (the data are centred with public knowledge) "
+                             f"or 'private' (a private mean spends mean_share of the budget), got {self.centering!r}")
+        if self.centering == "private" and not (isinstance(self.mean_share, (int, float)) and 0 < self.mean_share < 1):
+            raise ValueError(f"mean_share must lie in (0, 1), got {self.mean_share!r}")
+        mechanism = get_mechanism(self.mechanism)
+        if mechanism.needs:
+            raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
+                             f"estimator's mechanism")
+        check_options(mechanism, dict(self.mechanism_options or {}))
+        return mechanism
+
+    def _bounded(self, X: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(X, axis=1)
+        outside = norms > self.radius * (1 + 1e-12)
+        if outside.any():
+            if not self.clip:
+                raise ValueError(f"{int(outside.sum())} of {len(X)} rows have norm > radius = {self.radius:g} (largest "
+                                 f"{norms.max():.6g}): pass a radius that bounds every row, or clip=True to project "
+                                 f"them onto the ball")
+            X = X.copy()
+            X[outside] *= (self.radius / norms[outside])[:, None]
+        return X
+
+    def _private_covariance(self, X: np.ndarray, options: dict | None = None, spectral: bool = False):
+        """(release, centre, radius of the centred rows, n) with ``ledger_`` and ``budget_spent_`` set."""
+        mechanism = self._check_declarations()
+        X = self._bounded(np.asarray(X, dtype=float))
+        rng = _generator(self.random_state)
+        accountant = Accountant(self.budget)
+        radius, centre, cov_budget = float(self.radius), np.zeros(X.shape[1]), self.budget
+        if self.centering == "private":
+            centre = private_mean(X, radius, self.budget.scaled(self.mean_share), accountant, rng)
+            cov_budget = self.budget.scaled(1 - self.mean_share)
+            X, radius = X - centre, 2 * radius  # ||x - centre|| <= ||x|| + ||centre|| <= 2r
+        problem = CovProblem.from_rows(X, radius=radius)
+        estimate, inner = release(mechanism.name, problem, cov_budget, rng,
+                                  options={**dict(self.mechanism_options or {}), **(options or {})}, spectral=spectral)
+        accountant.spend(cov_budget, f"covariance: {mechanism.label} ({mechanism.name})")
+        self.ledger_ = accountant.ledger[:-1] + [(f"covariance: {what}", b) for what, b in inner.ledger]
+        self.budget_spent_ = accountant.spent
+        self.mechanism_ = mechanism.name
+        return estimate, centre, radius, problem.n
+
+
+class PrivateCovariance(_PrivateFit, BaseEstimator):
+    """A private covariance Sigma = X^T X / n of rows in the ``radius``-ball (about a private mean with
+    centering="private"), released by any registered mechanism or plug-in (``mechanism``, by name).
+
+    Fitted: ``covariance_`` (d x d, eigenvalues clamped into [0, r^2] as every release is), ``location_``
+    (the centre used), ``ledger_``, ``budget_spent_``, ``mechanism_``, ``n_features_in_``."""
+
+    def __init__(self, mechanism="adaptive", budget=ZCDP(0.1), radius=None, centering=None, mean_share=0.1,
+                 mechanism_options=None, clip=False, random_state=None):
+        self.mechanism = mechanism
+        self.budget = budget
+        self.radius = radius
+        self.centering = centering
+        self.mean_share = mean_share
+        self.mechanism_options = mechanism_options
+        self.clip = clip
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        X = validate_data(self, X, dtype=np.float64)
+        self.covariance_, self.location_, _, _ = self._private_covariance(X)
+        return self
+
+
+class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
+    """Private principal components: the top ``n_components`` eigenvectors.
+
+    For a mechanism that can stop early (Amin et al.'s Algorithm 1 and its relatives: itu, ad, emcov,
+    emcov_pure, kt -- those with a ``components`` option), only k eigenvectors are drawn and the
+    eigenvector budget is split over those k steps; for any other mechanism, the eigenvectors of its
+    private covariance. Variances are those of Sigma = X^T X / n (divided by n, not n - 1).
+
+    Fitted: ``components_`` (k x d, rows), ``explained_variance_`` (the private eigenvalues, clamped into
+    [0, r^2]), ``mean_``, ``n_components_``, ``ledger_``, ``budget_spent_``, ``mechanism_``."""
+
+    def __init__(self, n_components=2, mechanism="itu", budget=PureDP(1.0), radius=None, centering=None,
+                 mean_share=0.1, mechanism_options=None, clip=False, random_state=None):
+        self.n_components = n_components
+        self.mechanism = mechanism
+        self.budget = budget
+        self.radius = radius
+        self.centering = centering
+        self.mean_share = mean_share
+        self.mechanism_options = mechanism_options
+        self.clip = clip
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        X = validate_data(self, X, dtype=np.float64)
+        d = X.shape[1]
+        k = self.n_components
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
+            raise ValueError(f"n_components must be an integer in [1, n_features = {d}], got {k!r}")
+        top_k = "components" in get_mechanism(self.mechanism).option_names()
+        spectral, self.mean_, _, _ = self._private_covariance(X, {"components": int(k)} if top_k else None,
+                                                               spectral=True)
+        order = np.argsort(spectral.values, kind="stable")[::-1][:k]  # largest private eigenvalues first
+        self.components_ = spectral.vectors[:, order].T.copy()
+        self.explained_variance_ = spectral.values[order].copy()
+        self.n_components_ = int(k)
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.mean_) @ self.components_.T
+
+    def inverse_transform(self, X):
+        check_is_fitted(self)
+        return np.asarray(X, dtype=float) @ self.components_ + self.mean_
+
+
+def captured_variance_ratio(components, X) -> float:
+    """The variance of the centred rows of ``X`` inside the span of ``components`` (k x d, orthonormal
+    rows) over the most any k-dimensional subspace captures (the top k eigenvalues): 1 for the exact
+    principal subspace. Evaluation only: it reads the data."""
+    X = np.asarray(X, dtype=float)
+    components = np.asarray(components, dtype=float)
+    sigma = np.cov(X.T, bias=True).reshape(X.shape[1], X.shape[1])
+    best = np.sort(np.linalg.eigvalsh(sigma))[::-1][:len(components)].sum()
+    return float(np.trace(components @ sigma @ components.T) / best) if best > 0 else 1.0
+
+
+class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
+    """Ridge regression from a private covariance of the rows [x, y] (Amin et al. 2019, App. C):
+    w = (Sigma~_xx + (alpha / n) I)^-1 Sigma~_xy, which minimises ||y - X w||^2 + alpha ||w||^2 (scikit-learn's
+    ``Ridge`` convention for ``alpha``) on the private statistics. ``radius`` bounds the norm of [x, y].
+    With centering="private" the intercept is y's private mean minus w . x's; else 0.
+
+    Fitted: ``coef_``, ``intercept_``, ``covariance_`` (of [x, y]), ``ledger_``, ``budget_spent_``,
+    ``mechanism_``, ``n_features_in_``."""
+
+    def __init__(self, alpha=1.0, mechanism="adaptive", budget=ZCDP(0.1), radius=None, centering=None,
+                 mean_share=0.1, mechanism_options=None, clip=False, random_state=None):
+        self.alpha = alpha
+        self.mechanism = mechanism
+        self.budget = budget
+        self.radius = radius
+        self.centering = centering
+        self.mean_share = mean_share
+        self.mechanism_options = mechanism_options
+        self.clip = clip
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
+            raise ValueError(f"alpha must be a number >= 0, got {self.alpha!r}")
+        rows = np.column_stack([X, y])
+        self.covariance_, centre, _, n = self._private_covariance(rows)
+        d = X.shape[1]
+        sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]
+        self.coef_ = np.linalg.lstsq(sxx + (self.alpha / n) * np.eye(d), sxy, rcond=None)[0]
+        self.intercept_ = float(centre[d] - centre[:d] @ self.coef_)
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_ + self.intercept_

@@ -1,0 +1,34 @@
+"""A private mean of rows in the r-ball, for centring before a covariance release (dpcov's estimators).
+
+Replacing one row moves the mean by at most 2r/n in l2 (and 2r sqrt(d)/n in l1). The noise follows
+the budget's notion: the Gaussian mechanism under rho-zCDP (sd = (2r/n) / sqrt(2 rho), Bun & Steinke
+2016), the Laplace mechanism under eps-DP (scale 2r sqrt(d) / (n eps) per coordinate), the analytic
+Gaussian mechanism under (eps, delta)-DP (Balle & Wang 2018). The noisy mean is then projected into
+the r-ball (post-processing: the true mean lies there), so rows minus it lie in the 2r-ball.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .privacy import ApproxDP, PureDP, ZCDP, Accountant
+from .thresholding import analytic_gaussian_sigma
+
+
+def private_mean(X: np.ndarray, radius: float, budget, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """The mean of the rows of ``X`` (each of norm <= ``radius``) at ``budget``, spent through ``accountant``."""
+    n, d = X.shape
+    accountant.spend(budget, "mean (centring)")
+    mean = X.mean(axis=0)
+    l2 = 2 * radius / n
+    if isinstance(budget, ZCDP):
+        noisy = mean + l2 / math.sqrt(2 * budget.rho) * rng.standard_normal(d)
+    elif isinstance(budget, PureDP):
+        noisy = mean + rng.laplace(scale=l2 * math.sqrt(d) / budget.eps, size=d)
+    elif isinstance(budget, ApproxDP):
+        noisy = mean + analytic_gaussian_sigma(l2, budget) * rng.standard_normal(d)
+    else:
+        raise TypeError(f"budget must be ZCDP, PureDP or ApproxDP, got {budget!r}")
+    norm = float(np.linalg.norm(noisy))
+    return noisy if norm <= radius else noisy * (radius / norm)

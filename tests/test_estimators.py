@@ -1,0 +1,182 @@
+"""dpcov's scikit-learn estimators: the docs run, scikit-learn's own checks pass (but the listed ones),
+at a very large budget each agrees with its non-private counterpart, the budget is spent as declared,
+and nothing is taken from the data silently."""
+from __future__ import annotations
+
+import doctest
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.covariance import EmpiricalCovariance
+from sklearn.decomposition import PCA
+from sklearn.linear_model import Ridge
+from sklearn.utils.estimator_checks import check_estimator
+
+import dpcov
+from mechanisms.emcov import sample_eigenvectors
+
+ROOT = Path(__file__).resolve().parents[1]
+DECLARED = dict(radius=1.0, centering="private", clip=True, random_state=0)
+EXPECTED_FAILURES = {  # docs/estimators.md explains each
+    "check_parameters_default_constructible": "the default budget is a ZCDP/PureDP object",
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 6)) * np.array([3, 2, 1, .5, .3, .1]) + 0.3
+    X /= 1.2 * np.linalg.norm(X, axis=1).max()  # inside the unit ball (a test: the scale is read from X)
+    y = X @ np.array([.4, -.3, .2, 0, 0, .1]) + 0.01 * rng.standard_normal(len(X))
+    return X, y
+
+
+def test_docs_estimators_examples_run(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = doctest.testfile(str(ROOT / "docs" / "estimators.md"), module_relative=False, verbose=False,
+                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 15 and result.failed == 0
+
+
+@pytest.mark.parametrize("estimator", [
+    dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.5), **DECLARED),
+    dpcov.PrivatePCA(1, mechanism="itu", budget=dpcov.PureDP(1.0), **DECLARED),
+    dpcov.PrivatePCA(1, mechanism="separate", budget=dpcov.ZCDP(0.5), **DECLARED),
+    dpcov.PrivateRidge(alpha=1.0, mechanism="gauss", budget=dpcov.ZCDP(1e6), **DECLARED),
+], ids=["covariance", "pca-topk", "pca-eigh", "ridge"])
+def test_scikit_learn_estimator_checks(estimator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(estimator, on_fail=None, expected_failed_checks=EXPECTED_FAILURES)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert len(results) > 30 and not failed
+
+
+def test_a_private_regressor_at_a_realistic_budget_fails_only_the_accuracy_check():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(dpcov.PrivateRidge(mechanism="gauss", budget=dpcov.ZCDP(0.1), **DECLARED),
+                                  on_fail=None, expected_failed_checks=EXPECTED_FAILURES)
+    assert {r["check_name"] for r in results if r["status"] == "failed"} == {"check_regressors_train"}
+
+
+@pytest.mark.parametrize("centering", ["assume_centered", "private"])
+@pytest.mark.parametrize("mechanism, budget", [("gauss", dpcov.ZCDP(1e10)), ("separate", dpcov.ZCDP(1e10)),
+                                               ("lap", dpcov.PureDP(1e8))])
+def test_covariance_agrees_with_empirical_covariance_at_a_huge_budget(data, centering, mechanism, budget):
+    X, _ = data
+    cov = dpcov.PrivateCovariance(mechanism=mechanism, budget=budget, radius=1.0, centering=centering,
+                                  random_state=1).fit(X)
+    exact = EmpiricalCovariance(assume_centered=centering == "assume_centered").fit(X)
+    assert np.allclose(cov.covariance_, exact.covariance_, atol=1e-5)
+    assert np.allclose(cov.location_, exact.location_, atol=1e-5)
+
+
+@pytest.mark.parametrize("mechanism, budget", [("itu", dpcov.PureDP(1e8)), ("ad", dpcov.PureDP(1e8)),
+                                               ("kt", dpcov.PureDP(1e8)), ("emcov", dpcov.ZCDP(1e12)),
+                                               ("gauss", dpcov.ZCDP(1e12))])
+def test_pca_agrees_with_pca_at_a_huge_budget(data, mechanism, budget):
+    X, _ = data
+    pca = dpcov.PrivatePCA(3, mechanism=mechanism, budget=budget, radius=1.0, centering="private",
+                           random_state=2).fit(X)
+    exact = PCA(3).fit(X)
+    cosines = np.abs(np.sum(pca.components_ * exact.components_, axis=1))
+    assert np.all(cosines > 1 - 1e-4), cosines
+    assert np.allclose(pca.explained_variance_, exact.explained_variance_ * (len(X) - 1) / len(X), rtol=1e-3)
+    assert np.allclose(pca.transform(X), exact.transform(X) * np.sign(np.sum(pca.components_ * exact.components_,
+                                                                              axis=1)), atol=1e-3)
+    assert dpcov.captured_variance_ratio(pca.components_, X) == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("centering, intercept", [("assume_centered", False), ("private", True)])
+def test_ridge_agrees_with_ridge_at_a_huge_budget(data, centering, intercept):
+    X, y = data
+    scale = np.linalg.norm(np.column_stack([X, y]), axis=1).max()
+    Xs, ys = X / scale, y / scale
+    ridge = dpcov.PrivateRidge(alpha=2.0, mechanism="gauss", budget=dpcov.ZCDP(1e14), radius=1.0,
+                               centering=centering, random_state=3).fit(Xs, ys)
+    exact = Ridge(alpha=2.0, fit_intercept=intercept).fit(Xs, ys)
+    assert np.allclose(ridge.coef_, exact.coef_, atol=1e-4)
+    assert ridge.intercept_ == pytest.approx(exact.intercept_, abs=1e-4)
+    assert ridge.score(Xs, ys) == pytest.approx(exact.score(Xs, ys), abs=1e-4)
+
+
+def test_the_budget_is_spent_as_declared(data):
+    X, y = data
+    cov = dpcov.PrivateCovariance(mechanism="separate", budget=dpcov.ZCDP(0.4), mean_share=0.25, **DECLARED).fit(X)
+    assert cov.budget_spent_ == dpcov.ZCDP(0.4)
+    assert cov.ledger_[0] == ("mean (centring)", dpcov.ZCDP(0.1))
+    assert sum(b.rho for _, b in cov.ledger_[1:]) == pytest.approx(0.3)
+    centred = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.4), radius=1.0,
+                                      centering="assume_centered").fit(X)
+    assert centred.ledger_ == [("covariance: GaussCov: noisy covariance", dpcov.ZCDP(0.4))]
+    assert np.array_equal(centred.location_, np.zeros(X.shape[1]))
+    pca = dpcov.PrivatePCA(2, mechanism="ad", budget=dpcov.PureDP(1.0), **DECLARED).fit(X)
+    steps = [b.eps for what, b in pca.ledger_ if "eigenvector" in what]
+    assert len(steps) == 2 and sum(steps) == pytest.approx(0.45)  # eps/2 of the covariance's 0.9, over k = 2
+    ridge = dpcov.PrivateRidge(mechanism="lap", budget=dpcov.PureDP(1.0), **DECLARED).fit(X, y)
+    assert ridge.budget_spent_ == dpcov.PureDP(1.0)
+
+
+def test_topk_sampling_draws_the_first_k_eigenvectors_of_the_full_algorithm():
+    """Algorithm 1 stopped after k steps: the same draws as the first k steps of the full run (the same
+    distribution, exactly), so only the budget split differs."""
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((40, 9))
+    C = A.T @ A
+    etas = np.linspace(2.0, 0.5, 9)
+    for k in (1, 3, 8, 9):
+        top = sample_eigenvectors(C, etas[:k], np.random.default_rng(5), steps=k, block=2)
+        full = sample_eigenvectors(C, etas, np.random.default_rng(5), block=2)
+        assert top.shape == (9, k) and np.allclose(top, full[:, :k], atol=1e-10)
+        assert np.allclose(top.T @ top, np.eye(k), atol=1e-10)
+    with pytest.raises(ValueError, match="steps must be an integer in"):
+        sample_eigenvectors(C, etas, rng, steps=10)
+
+
+def test_nothing_is_taken_from_the_data_silently(data):
+    X, y = data
+    with pytest.raises(ValueError, match="needs radius="):
+        dpcov.PrivateCovariance(centering="private").fit(X)
+    with pytest.raises(ValueError, match="centering must be 'assume_centered'"):
+        dpcov.PrivateCovariance(radius=1.0).fit(X)
+    with pytest.raises(ValueError, match=r"rows have norm > radius = 0.5 \(largest"):
+        dpcov.PrivateCovariance(radius=0.5, centering="private").fit(X)
+    clipped = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1e10), radius=0.5, centering="assume_centered",
+                                      clip=True).fit(X)
+    assert np.trace(clipped.covariance_) <= 0.25 + 1e-6
+    for bad, message in [(dict(budget=0.1), "budget must be"), (dict(radius=-1), "radius must be"),
+                         (dict(mean_share=1.0), "mean_share must lie"), (dict(mechanism="gaus"), "unknown mechanism"),
+                         (dict(mechanism="stable_gsampling"), "needs raw rows"),
+                         (dict(mechanism_options={"tau": 1}), "unknown option"),
+                         (dict(random_state="x"), "random_state must be")]:
+        with pytest.raises((ValueError, TypeError), match=message):
+            dpcov.PrivateCovariance(**{**DECLARED, **bad}).fit(X)
+    with pytest.raises(ValueError, match="n_components must be an integer in"):
+        dpcov.PrivatePCA(7, **DECLARED).fit(X)
+    with pytest.raises(ValueError, match="alpha must be"):
+        dpcov.PrivateRidge(alpha=-1, **DECLARED).fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        dpcov.PrivateCovariance(**DECLARED).fit(np.full((3, 2), np.nan))
+
+
+def test_clone_params_and_reproducibility(data):
+    X, _ = data
+    est = dpcov.PrivatePCA(2, mechanism="itu", budget=dpcov.PureDP(1.0), **DECLARED)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params() and twin is not est
+    assert np.array_equal(est.fit(X).components_, twin.fit(X).components_)  # random_state=0: the same release
+    other = clone(est).set_params(random_state=1).fit(X)
+    assert not np.array_equal(other.components_, est.components_)
+    fresh = [dpcov.PrivatePCA(2, mechanism="itu", budget=dpcov.PureDP(1.0), radius=1.0, centering="private",
+                              clip=True).fit(X).components_ for _ in range(2)]
+    assert not np.array_equal(*fresh)  # random_state=None: fresh noise each fit
+
+
+def test_import_dpcov_is_the_public_api():
+    for name in dpcov.__all__:
+        assert hasattr(dpcov, name), name
+    assert dpcov.release is __import__("mechanisms").release
