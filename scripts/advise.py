@@ -30,14 +30,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.advisor import candidates, simulate, spectrum  # noqa: E402
 from experiments.config import budget_from_params  # noqa: E402
 from experiments.theory import line_budget, predicted_error, prediction_of, zipf_trace  # noqa: E402
 from mechanisms.privacy import PureDP, ZCDP, budget_guaranteeing  # noqa: E402
-from mechanisms.registry import MECHANISMS, get_mechanism  # noqa: E402
+from mechanisms.registry import get_mechanism  # noqa: E402
 from data.table import find_file, read_table, select_columns  # noqa: E402
 from figures.style import paper_name, style_for  # noqa: E402
 
@@ -45,7 +47,17 @@ RESULTS = ROOT / "results"
 PHASE_DIR = RESULTS / "advisor" / "phase_diagram"
 # Matrix mechanisms that run from (n, d, r, budget) alone, as each declares in the registry: no
 # option to choose (a clipping threshold), no raw rows, no regression task.
-DEFAULT_MECHANISMS = tuple(name for name, m in MECHANISMS.items() if m.runs_from_public_facts)
+DEFAULT_MECHANISMS = tuple(candidates())
+AGREEMENT = RESULTS / "advisor" / "agreement"
+DEFAULT_DECAY = 1.0  # eigenvalues ~ 1/i: a spectrum with structure (a flat one favours the eigenvector samplers)
+MEASURED_CAVEATS = """caveats:
+- measured = the mean Frobenius error over the trials shown, with a 95 % interval, on synthetic rows that
+  match only the facts above (every row of norm sqrt(tr), eigenvalues ~ i^-decay), never your data;
+  a different spectrum or distribution of row norms can reorder mechanisms (AdaptiveCov gains most
+  from skewed norms, which equal norms do not have), so state what you may (--trace, --decay);
+- theory = the prediction each mechanism declares (exact noise before the clamp, or a theorem's bound
+  with one fitted constant) on the same assumed spectrum; "—": none declared;
+- how often the first choice was the measured best on the committed targets: results/advisor/agreement/."""
 CAVEATS = """caveats:
 - predictions use only n, d, r, the budget and the trace assumed above, never the data;
 - exact = expected error of the noise before the eigenvalue clamp into [0, r^2] (the clamp only
@@ -138,6 +150,42 @@ def advise(n: int, d: int, budget, radius: float = 1.0, trace: float | None = No
     return frame.loc[order.sort_values(["_p", "_m"], kind="stable").index].reset_index(drop=True)
 
 
+def budget_point(budget) -> dict:
+    if isinstance(budget, ZCDP):
+        return {"rho": budget.rho}
+    return {"eps": budget.eps} if isinstance(budget, PureDP) else {"eps": budget.eps, "delta": budget.delta}
+
+
+def measured_advice(n: int, d: int, budget, radius: float = 1.0, trace: float | None = None,
+                    decay: float = DEFAULT_DECAY,
+                    mechanisms=DEFAULT_MECHANISMS, seconds: float = 30.0, trials: int | None = None, seed: int = 0,
+                    n_jobs: int = -1, options: dict | None = None) -> pd.DataFrame:
+    """The simulation's ranking (experiments/advisor.py) with each mechanism's declared prediction on the
+    same assumed spectrum beside it (``theory``, ``kind``)."""
+    trace = radius**2 if trace is None else trace
+    frame = simulate(n, d, budget, radius, trace, decay, mechanisms, seconds, trials, seed, n_jobs, options=options)
+    params = {"n": n, "d": d, "radius": radius, **budget_point(budget), "eigenvalues": spectrum(d, trace, decay)}
+    theory = [predicted_error(m, params) for m in frame.mechanism]
+    frame["theory"] = [np.nan if t is None else t for t in theory]
+    frame["kind"] = [prediction_of(m).kind if t is not None else "none" for m, t in zip(frame.mechanism, theory)]
+    return frame
+
+
+def render_measured(frame: pd.DataFrame) -> str:
+    lines = ["| rank | mechanism | runs at | measured mean error [95 % interval] | trials | s / release | "
+             "theory (kind) |", "|---|---|---|---|---|---|---|"]
+    for rank, row in enumerate(frame.to_dict("records"), 1):
+        if row["failed"] and not row["trials"]:
+            measured = f"failed: {row['failed'][:80]}"
+        else:
+            interval = "" if pd.isna(row["low"]) else f" [{row['low']:.3g}, {row['high']:.3g}]"
+            measured = f"{row['measured']:.3g}{interval}" + (" (some trials failed)" if row["failed"] else "")
+        theory = "—" if pd.isna(row["theory"]) else f"{row['theory']:.3g} ({row['kind']})"
+        lines.append(f"| {rank} | {row['label']} (`{row['mechanism']}`) | {row['runs at']} | {measured} | "
+                     f"{row['trials']} | {row['seconds']:.2g} | {theory} |")
+    return "\n".join(lines)
+
+
 def render(frame: pd.DataFrame) -> str:
     lines = ["| rank | mechanism | runs at | predicted | kind | nearest committed measurement |",
              "|---|---|---|---|---|---|"]
@@ -223,6 +271,82 @@ def positive(kind):
     return parse
 
 
+# --- how often the advisor's first choice is the measured best, on the committed targets ----------------
+
+AGREEMENT_TARGETS = ("dong2022/fig2", "dong2022/fig3a", "dong2022/fig3b", "dong2022/fig3c", "dong2022/fig3d",
+                     "dong2022/fig7", "dong2022/fig8_dim", "dong2022/fig8_eps", "dong2022/fig8_trace",
+                     "advisor/phase_diagram")
+
+
+def agreement_cells(targets=AGREEMENT_TARGETS, root: Path = RESULTS, every: int = 1) -> list[dict]:
+    """The grid points of committed targets on Dong et al.'s synthetic data (their trace is public in
+    closed form): n, d, the budget, the trace, and the measured mean error of every candidate mechanism
+    (registered, runnable from public facts) at that point; every ``every``-th point."""
+    cells = []
+    for target in targets:
+        summary = pd.read_csv(root / target / "summary.csv")
+        config = yaml.safe_load((root / target / "config.yaml").read_text())
+        options = {k: dict(v) for k, v in (config.get("mechanism_options") or {}).items() if v}  # as committed
+        summary = summary[summary.mechanism.isin(DEFAULT_MECHANISMS) & (summary.dataset == "synthetic_zipf")]
+        keys = [k for k in ("n", "d", "N", "s", "rho", "eps", "delta") if k in summary and summary[k].notna().any()]
+        for key, part in summary.groupby(keys, sort=True):
+            point = dict(zip(keys, key))
+            if part.mechanism.nunique() < 2:
+                continue
+            cells.append({"target": target, **point, "trace": zipf_trace(int(point["n"]), int(point["N"]), point["s"]),
+                          "measured": dict(zip(part.mechanism, part.err_fro_mean)), "options": options})
+    return cells[::every]
+
+
+def agreement(cells: list[dict], trials: int = 5, decay: float = DEFAULT_DECAY, seed: int = 0) -> pd.DataFrame:
+    """Per cell: the measured best, the advisor's first choice (simulation with the cell's public facts,
+    the stated trace and the default spectrum), the theory-only first choice (old advisor), and
+    each choice's measured error over the best's (its regret)."""
+    rows = []
+    for i, cell in enumerate(cells, 1):
+        budget = budget_from_params({k: cell[k] for k in ("rho", "eps", "delta", "n") if k in cell})
+        names = sorted(cell["measured"])
+        frame = measured_advice(int(cell["n"]), int(cell["d"]), budget, 1.0, cell["trace"], decay, names,
+                                trials=trials, seed=seed, options=cell["options"])
+        best = min(names, key=cell["measured"].get)
+        chosen = frame.mechanism.iloc[0]
+        theory = frame.dropna(subset=["theory"]).sort_values("theory", kind="stable")
+        theory_first = theory.mechanism.iloc[0] if len(theory) else None
+        rows.append({"target": cell["target"], "n": cell["n"], "d": cell["d"],
+                     "budget": str(budget), "trace": cell["trace"], "best": best, "advisor": chosen,
+                     "advisor_regret": cell["measured"][chosen] / cell["measured"][best],
+                     "theory": theory_first,
+                     "theory_regret": (cell["measured"][theory_first] / cell["measured"][best]) if theory_first else np.nan})
+        print(f"[agreement] {i}/{len(cells)} {cell['target']} n={cell['n']:g} d={cell['d']:g}: best {best}, "
+              f"advisor {chosen}, theory {theory_first}", flush=True)
+    return pd.DataFrame(rows)
+
+
+def agreement_report(frame: pd.DataFrame) -> str:
+    def share(column, regret, limit=None):
+        if limit is None:
+            return f"{(frame[column] == frame.best).mean():.0%}"
+        return f"{(frame[regret] <= limit).mean():.0%}"
+
+    lines = ["# The advisor's first choice against the measured best, on the committed targets", "",
+             "Generated by `python scripts/advise.py --agreement` (README, \"Which mechanism should I use?\"). Each cell",
+             "is a committed grid point on Dong et al.'s synthetic data (its trace is public in closed form); the",
+             "advisor sees only n, d, r = 1, the budget and that trace (its default spectrum ~ 1/i, 5 trials per mechanism)",
+             "and runs each mechanism with the options the target ran it with (its config.yaml);",
+             "regret = the measured error of its choice / the measured best's.", "",
+             f"{len(frame)} cells. | advisor (measures) | theory only (the previous advisor) |", "|---|---|---|",
+             f"| first choice = measured best | {share('advisor', None)} | {share('theory', None)} |",
+             f"| regret <= 1.1 | {share('advisor', 'advisor_regret', 1.1)} | {share('theory', 'theory_regret', 1.1)} |",
+             f"| regret <= 1.5 | {share('advisor', 'advisor_regret', 1.5)} | {share('theory', 'theory_regret', 1.5)} |",
+             f"| median regret | {frame.advisor_regret.median():.3g} | {frame.theory_regret.median():.3g} |",
+             f"| worst regret | {frame.advisor_regret.max():.3g} | {frame.theory_regret.max():.3g} |", "",
+             "Per target:", "", "| target | cells | advisor = best | theory = best |", "|---|---|---|---|"]
+    for target, part in frame.groupby("target", sort=False):
+        lines.append(f"| {target} | {len(part)} | {(part.advisor == part.best).mean():.0%} | "
+                     f"{(part.theory == part.best).mean():.0%} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=positive(int), help="rows (public)")
@@ -235,15 +359,34 @@ def main(argv=None) -> None:
     parser.add_argument("--eps", type=float, help="eps-DP, or (eps, delta)-DP with --delta")
     parser.add_argument("--delta", type=float)
     parser.add_argument("--trace", type=positive(float), help="assumed tr(Sigma) (default: r^2, the worst case)")
-    parser.add_argument("--metric", default="fro", choices=["fro", "fro_rel"])
+    parser.add_argument("--decay", type=float, default=DEFAULT_DECAY,
+                        help=f"assumed spectral decay: eigenvalues ~ i^-decay (default {DEFAULT_DECAY:g}; 0: flat, "
+                             f"where any orthonormal eigenvectors are right and the eigenvector samplers win trivially)")
+    parser.add_argument("--seconds", type=positive(float), default=30.0, help="simulation time (default 30 s)")
+    parser.add_argument("--trials", type=positive(int), help="fixed trials per mechanism (then reproducible exactly)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--theory-only", action="store_true",
+                        help="no simulation: the declared predictions and the nearest committed measurements")
+    parser.add_argument("--metric", default="fro", choices=["fro", "fro_rel"], help="(--theory-only) the metric")
     parser.add_argument("--mechanisms", help="comma-separated names or plug-in paths (default: every matrix mechanism)")
     parser.add_argument("--phase-diagram", nargs="?", const=str(PHASE_DIR), metavar="DIR",
                         help="draw the phase diagram of DIR/summary.csv (default: the committed sweep)")
+    parser.add_argument("--agreement", nargs="?", const=str(AGREEMENT), metavar="DIR",
+                        help="how often the first choice is the measured best on the committed targets; writes DIR")
+    parser.add_argument("--every", type=positive(int), default=1, help="(--agreement) every k-th committed cell")
     args = parser.parse_args(argv)
     if args.phase_diagram:
         png, cells = phase_diagram(Path(args.phase_diagram), args.metric)
         print(cells.to_string(index=False))
         print(f"phase diagram: {png} (+ .pdf)")
+        return
+    if args.agreement:
+        out = Path(args.agreement)
+        out.mkdir(parents=True, exist_ok=True)
+        frame = agreement(agreement_cells(every=args.every), trials=args.trials or 5, decay=args.decay, seed=args.seed)
+        frame.to_csv(out / "cells.csv", index=False)
+        (out / "agreement.md").write_text(agreement_report(frame))
+        print(agreement_report(frame))
         return
     radius = args.radius or 1.0
     if args.table:
@@ -265,17 +408,25 @@ def main(argv=None) -> None:
     if not (args.n and args.d):
         parser.error("give --n and --d (or --table with --bound)")
     point = {k: getattr(args, k) for k in ("rho", "eps", "delta") if getattr(args, k) is not None}
+    trace = args.trace if args.trace is not None else radius**2
     try:
         budget = budget_from_params(point)
         mechanisms = args.mechanisms.split(",") if args.mechanisms else DEFAULT_MECHANISMS
-        frame = advise(args.n, args.d, budget, radius, args.trace, args.metric, mechanisms)
+        if args.theory_only:
+            frame = advise(args.n, args.d, budget, radius, args.trace, args.metric, mechanisms)
+        else:
+            print(f"simulating {len(mechanisms)} mechanisms on synthetic data with these public facts "
+                  f"({'%d trials each' % args.trials if args.trials else 'about %g s' % args.seconds}) ...", flush=True)
+            frame = measured_advice(args.n, args.d, budget, radius, trace, args.decay, mechanisms, args.seconds,
+                                    args.trials, args.seed)
     except ValueError as err:
         parser.error(str(err))
-    trace = args.trace if args.trace is not None else radius**2
     print(f"n = {args.n}, d = {args.d}, r = {radius:g}, budget {budget}, assumed tr = {trace:g}"
-          f"{' (the worst case)' if args.trace is None else ''}; metric {args.metric}\n")
-    print(render(frame))
-    print("\n" + CAVEATS)
+          f"{' (the worst case)' if args.trace is None else ''}"
+          f"{'' if args.theory_only else f', spectrum ~ i^-{args.decay:g}'}; metric "
+          f"{args.metric if args.theory_only else 'fro'}\n")
+    print(render(frame) if args.theory_only else render_measured(frame))
+    print("\n" + (CAVEATS if args.theory_only else MEASURED_CAVEATS))
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ TARGETS = [
     Target("amin2019/fig1a_raw", "amin_fig1a", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("amin2019/fig1b_raw", "amin_fig1b", ("params.preprocess=raw",), x="eps", panel="name"),
     Target("amin2019/regression_raw", "amin_regression", ("params.preprocess=raw",), x="eps", panel="name"),
+    Target("amin2019/appc_dim", "amin_appc_dim", x="d", panel="eps"),
     Target("lecture/stable_mahalanobis", "stable_mahalanobis", x="n", panel="kappa"),
     Target("advisor/phase_diagram", "phase_diagram", x="d", panel="n"),  # scripts/advise.py
 ]

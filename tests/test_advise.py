@@ -68,12 +68,12 @@ def test_trace_assumption_moves_the_zero_matrix_and_separatecov(table):
 
 
 def test_command_line(capsys):
-    advise.main(["--n", "20000", "--d", "300", "--rho", "0.1"])
+    advise.main(["--n", "20000", "--d", "300", "--rho", "0.1", "--theory-only"])
     out = capsys.readouterr().out
     assert "| 1 | SeparateCov (`separate`)" in out and "assumed tr = 1 (the worst case)" in out
     assert "caveats:" in out and "never the data" in out
     advise.main(["--table", "docs/examples/table.csv", "--columns", "height,weight,age", "--bound", "3",
-                 "--eps", "1", "--delta", "1e-6"])
+                 "--eps", "1", "--delta", "1e-6", "--trials", "2"])
     out = capsys.readouterr().out
     assert "n = 1000, d = 3 (only the shape is used)" in out and "r = 3" in out
 
@@ -108,3 +108,73 @@ def test_phase_diagram_of_the_committed_sweep(tmp_path):
     best = cells.set_index(["N", "n", "d"]).best
     assert best[(1, 64000, 10)] == "GaussCov" and best[(1, 1000, 400)] == "SeparateCov"
     assert best[(4, 1000, 100)] == "Zero" and "Zero" not in set(best[1])
+
+
+# --- the advisor that measures (experiments/advisor.py) ----------------------------------------------------
+
+from experiments import advisor as simulation  # noqa: E402
+
+
+def test_synthetic_problem_matches_the_stated_facts():
+    P = simulation.synthetic_problem(50000, 30, 2.0, 1.5, 1.0, seed=3)
+    assert P.n == 50000 and P.d == 30 and P.radius == 2.0
+    assert P.trace == pytest.approx(1.5, rel=1e-9)  # every row has norm sqrt(trace)
+    values = np.sort(np.linalg.eigvalsh(P.sigma))[::-1]
+    assert values[0] / values[9] == pytest.approx(10, rel=0.35)  # eigenvalues ~ 1/i
+    big = simulation.synthetic_problem(10**7, 400, 1.0, 1.0, 0.0)
+    assert big.n == 10**7 and big.band_counts.sum() == pytest.approx(10**7, rel=1e-6)  # a subsample, n kept
+    with pytest.raises(ValueError, match="trace must lie in"):
+        simulation.synthetic_problem(100, 5, 1.0, 2.0, 0.0)
+    with pytest.raises(ValueError, match="decay must be"):
+        simulation.synthetic_problem(100, 5, 1.0, 1.0, -1.0)
+
+
+def test_the_simulation_ranks_every_candidate_with_no_blank_row_and_is_reproducible():
+    one = simulation.simulate(3000, 12, ZCDP(0.5), trace=0.5, decay=1.0, trials=3, n_jobs=1)
+    two = simulation.simulate(3000, 12, ZCDP(0.5), trace=0.5, decay=1.0, trials=3, n_jobs=2)
+    pd.testing.assert_frame_equal(one.drop(columns="seconds"), two.drop(columns="seconds"))
+    from mechanisms.registry import MECHANISMS
+
+    # every candidate whose notion can meet a zCDP claim (pure DP can; (eps, delta)-DP cannot)
+    assert set(one.mechanism) == {m for m in simulation.candidates() if MECHANISMS[m].notion is not ApproxDP}
+    assert one.measured.notna().all() and (one.trials == 3).all()
+    assert list(one.measured) == sorted(one.measured)
+    assert (one.low <= one.measured).all() and (one.measured <= one.high).all()
+    zero = one.set_index("mechanism").loc["zero"]
+    assert zero.measured == pytest.approx(np.linalg.norm(simulation.synthetic_problem(3000, 12, 1.0, 0.5, 1.0).sigma))
+
+
+def test_measured_advice_keeps_the_theory_column_and_takes_plugins(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "examples"))
+    frame = advise.measured_advice(4000, 10, ZCDP(0.1), trace=1.0, mechanisms=["gauss", "separate", "emcov",
+                                                                                 "my_mechanisms:shrunk_gauss"],
+                                   trials=3, n_jobs=1)
+    rows = frame.set_index("mechanism")
+    assert rows.loc["gauss", "kind"] == "exact" and rows.loc["separate", "kind"] == "bound"
+    assert rows.loc["my_mechanisms:shrunk_gauss", "kind"] == "declared"
+    assert frame.measured.notna().all()
+    text = advise.render_measured(frame)
+    assert "ShrunkGaussCov" in text and "—" not in text.split("\n")[2]
+
+
+def test_the_command_line_measures_by_default():
+    done = advise_cli("--n", "2000", "--d", "8", "--rho", "0.5", "--trials", "2", "--mechanisms", "gauss,zero")
+    assert "measured mean error [95 % interval]" in done and "| 1 |" in done and "| 2 |" in done
+
+
+def advise_cli(*argv) -> str:
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "advise.py"), *argv], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_agreement_report_counts_first_choices():
+    frame = pd.DataFrame({"target": ["a", "a", "b"], "best": ["x", "y", "x"], "advisor": ["x", "x", "x"],
+                          "advisor_regret": [1.0, 1.05, 1.0], "theory": ["y", "y", None],
+                          "theory_regret": [1.3, 1.0, np.nan]})
+    text = advise.agreement_report(frame)
+    assert "| first choice = measured best | 67% | 33% |" in text
+    assert "| regret <= 1.1 | 100% | 33% |" in text

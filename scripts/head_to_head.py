@@ -1,0 +1,334 @@
+"""dpcov against diffprivlib and OpenDP at equal epsilon on real data: private PCA (the captured
+variance of the top-k subspace relative to non-private PCA), private linear regression (MSE relative
+to non-private least squares), wall time per fit, and each eigenvector sampler's correctness by exact
+moments (q = 2: E[u_1^2] = (1 + I1(k/2)/I0(k/2)) / 2 for u ~ exp(k u_1^2) on the circle).
+
+    python scripts/head_to_head.py --peers-python /path/to/peers/venv/bin/python   # the committed run
+    python scripts/head_to_head.py --quick                                         # a small smoke run
+
+The peers run in their own interpreter (diffprivlib 0.6.6 needs scikit-learn <= 1.7.2): make one with
+    python3 -m venv peers && peers/bin/pip install diffprivlib==0.6.6 scikit-learn==1.7.2 opendp
+Without it (or with --no-peers) only dpcov's rows are measured; a peer that is missing is reported as
+such. Every peer call has a time limit (--timeout seconds per fit); a timeout is a row of its own.
+Writes results/head_to_head/: pca.csv, regression.csv, samplers.csv, table.md, figure.png (+ .pdf).
+
+Data (public preprocessing only, except where the suite's loaders say so): UCI wine (d = 13) and adult
+(d = 108, min-max scaled, rows scaled into the unit ball as in Amin et al.), and MNIST pooled 4 x 4
+(d = 49, 10000 rows; the pooling and the factor 4 that keeps rows in the unit ball are public).
+Every method gets the same epsilon for the whole fit (centring included: each library estimates the
+mean privately inside its budget).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.special import i0e, i1e
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import dpcov  # noqa: E402
+from data.mnist import mnist  # noqa: E402
+from data.uci import TARGETS, uci  # noqa: E402
+from figures.style import style_for  # noqa: E402
+from mechanisms.bingham import sample_bingham_eigen  # noqa: E402
+
+OUT = ROOT / "results" / "head_to_head"
+EPSILONS = (0.1, 1.0, 4.0)
+COMPONENTS = {"wine": 3, "adult": 5, "mnist49": 5}
+OURS_PCA = {"dpcov IT-U": "itu", "dpcov AD": "ad"}
+OURS_REGRESSION = {"dpcov SeparateCov": "separate_lap", "dpcov AD": "ad"}
+PEERS_PCA = {"diffprivlib PCA": "diffprivlib_pca", "OpenDP PCA": "opendp_pca"}
+PEERS_REGRESSION = {"diffprivlib LinearRegression": "diffprivlib_lr"}
+KAPPAS = (1.0, 10.0, 100.0)
+LOOKS = {"dpcov IT-U": style_for("IT-U"), "dpcov AD": style_for("AD"), "dpcov SeparateCov": style_for("SeparateCov"),
+         "diffprivlib PCA": style_for("diffprivlib"), "OpenDP PCA": style_for("OpenDP"),
+         "diffprivlib LinearRegression": style_for("diffprivlib")}
+
+
+# --- data ------------------------------------------------------------------------------------------------
+
+def pca_data(name: str, data_dir=None) -> np.ndarray:
+    if name == "mnist49":
+        X = mnist(10000, -1, np.random.default_rng(0), data_dir).X  # pixels / (255 * 28): ||x|| <= 1
+        pooled = X.reshape(len(X), 7, 4, 7, 4).mean(axis=(2, 4)).reshape(len(X), 49)
+        return 4.0 * pooled  # ||4 avg|| <= ||x||: each block's mean squared is at most its sum of squares / 16
+    return uci(name, "minmax", None, data_dir).X
+
+
+def regression_data(name: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y): the suite's target column predicted from the others; rows [x, y] in the unit ball."""
+    rows = uci(name, "minmax", None, data_dir).X
+    t = TARGETS[name]
+    return np.delete(rows, t, axis=1), rows[:, t]
+
+
+# --- peers ------------------------------------------------------------------------------------------------
+
+def peer_call(python: str, method: str, spec: dict, X=None, y=None, timeout: float = 60.0) -> dict:
+    """One fit (or one batch of sampler draws) by a peer in its own interpreter, within ``timeout`` seconds:
+    its output and seconds, or {"status": "timeout" | "missing" | "error", "detail": ...}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job.npz"
+        arrays = {"spec": np.array(json.dumps({**spec, "method": method, "trials": 1}))}
+        if X is not None:
+            arrays["X"] = X
+        if y is not None:
+            arrays["y"] = y
+        np.savez(job, **arrays)
+        try:
+            done = subprocess.run([python, str(ROOT / "scripts" / "peer_calls.py"), str(job)], capture_output=True,
+                                  text=True, timeout=timeout + 15)  # + the interpreter's start and imports
+        except subprocess.TimeoutExpired:
+            return {"status": "timeout", "seconds": timeout}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if lines:
+        out = json.loads(lines[-1])
+        return {"status": "timeout", "seconds": out["seconds"]} if out["seconds"] > timeout else out
+    last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output"
+    return {"status": "missing" if "ModuleNotFoundError" in done.stderr else "error", "detail": last}
+
+
+def peer_rows(python: str | None, method: str, spec: dict, X=None, y=None, timeout: float = 60.0) -> list[dict]:
+    """One dict per trial (seed + trial); after a timeout the remaining trials are not started."""
+    if python is None:
+        return [{"status": "missing", "detail": "no peers interpreter (--peers-python)"}]
+    rows = []
+    for trial in range(int(spec["trials"])):
+        out = peer_call(python, method, {**spec, "seed": int(spec["seed"]) + trial}, X, y, timeout)
+        rows.append(out)
+        if out.get("status", "ok") != "ok":
+            break
+    return rows
+
+
+# --- measurements ---------------------------------------------------------------------------------------
+
+def measure_pca(datasets, epsilons, trials, python, timeout, data_dir=None) -> pd.DataFrame:
+    rows = []
+    for name in datasets:
+        X = pca_data(name, data_dir)
+        k = COMPONENTS[name]
+        for eps in epsilons:
+            for label, mechanism in OURS_PCA.items():
+                for trial in range(trials):
+                    start = time.perf_counter()
+                    model = dpcov.PrivatePCA(k, mechanism=mechanism, budget=dpcov.PureDP(eps), radius=1.0,
+                                             centering="private", random_state=1000 * trial + 7).fit(X)
+                    rows.append({"dataset": name, "d": X.shape[1], "n": len(X), "k": k, "eps": eps, "method": label,
+                                 "trial": trial, "status": "ok", "seconds": time.perf_counter() - start,
+                                 "captured": dpcov.captured_variance_ratio(model.components_, X)})
+            for label, method in PEERS_PCA.items():
+                spec = {"epsilon": eps, "k": k, "trials": trials, "seed": 7}
+                for trial, out in enumerate(peer_rows(python, method, spec, X, timeout=timeout)):
+                    row = {"dataset": name, "d": X.shape[1], "n": len(X), "k": k, "eps": eps, "method": label,
+                           "trial": trial, "status": out.get("status", "ok"), "seconds": out.get("seconds", np.nan),
+                           "detail": out.get("detail", "")}
+                    if "components" in out:
+                        V = np.asarray(out["components"], dtype=float)
+                        V = np.linalg.qr(V.T)[0].T  # (their rows are orthonormal up to rounding)
+                        row["captured"] = dpcov.captured_variance_ratio(V, X)
+                    rows.append(row)
+            print(f"pca {name} eps={eps:g} done", flush=True)
+    return pd.DataFrame(rows)
+
+
+def measure_regression(datasets, epsilons, trials, python, timeout, data_dir=None) -> pd.DataFrame:
+    from sklearn.linear_model import LinearRegression
+
+    rows = []
+    for name in datasets:
+        X, y = regression_data(name, data_dir)
+        mse_ols = float(np.mean((LinearRegression().fit(X, y).predict(X) - y) ** 2))
+        for eps in epsilons:
+            for label, mechanism in OURS_REGRESSION.items():
+                for trial in range(trials):
+                    start = time.perf_counter()
+                    model = dpcov.PrivateRidge(alpha=1.0, mechanism=mechanism, budget=dpcov.PureDP(eps), radius=1.0,
+                                               centering="private", random_state=1000 * trial + 11).fit(X, y)
+                    seconds = time.perf_counter() - start
+                    rows.append({"dataset": name, "d": X.shape[1], "n": len(X), "eps": eps, "method": label,
+                                 "trial": trial, "status": "ok", "seconds": seconds,
+                                 "mse_ratio": float(np.mean((model.predict(X) - y) ** 2)) / mse_ols})
+            for label, method in PEERS_REGRESSION.items():
+                spec = {"epsilon": eps, "trials": trials, "seed": 11}
+                for trial, out in enumerate(peer_rows(python, method, spec, X, y, timeout=timeout)):
+                    row = {"dataset": name, "d": X.shape[1], "n": len(X), "eps": eps, "method": label, "trial": trial,
+                           "status": out.get("status", "ok"), "seconds": out.get("seconds", np.nan),
+                           "detail": out.get("detail", "")}
+                    if "coef" in out:
+                        pred = X @ np.asarray(out["coef"]) + out["intercept"]
+                        row["mse_ratio"] = float(np.mean((pred - y) ** 2)) / mse_ols
+                    rows.append(row)
+            print(f"regression {name} eps={eps:g} done", flush=True)
+    return pd.DataFrame(rows)
+
+
+def exact_top_moment(kappa: float) -> float:
+    """E[u_1^2] for u on the circle with density proportional to exp(kappa u_1^2)."""
+    return 0.5 * (1 + i1e(kappa / 2) / i0e(kappa / 2))
+
+
+def measure_samplers(kappas, draws, python, timeout) -> pd.DataFrame:
+    """Draws of the top eigenvector of C = diag(kappa, 0) at epsilon = 4 (every sampler here draws
+    exp(epsilon/4 u^T C u)): the mean of u_1^2 against its exact value, z = (mean - exact) / se."""
+    rows = []
+    for kappa in kappas:
+        exact = exact_top_moment(kappa)
+        start = time.perf_counter()
+        # density exp(-u^T diag(values) u) = exp(kappa u_1^2) for values (-kappa, 0): u_1 is column 0
+        ours = sample_bingham_eigen(np.array([-kappa, 0.0]), np.random.default_rng(int(kappa)), draws)[0]
+        samples = {"dpcov": (ours[:, 0] ** 2, time.perf_counter() - start)}
+        spec = {"epsilon": 4.0, "trials": 1, "seed": int(kappa), "C": [[kappa, 0.0], [0.0, 0.0]], "draws": draws}
+        for label, method in (("diffprivlib", "diffprivlib_bingham"), ("OpenDP", "opendp_bingham")):
+            out = peer_rows(python, method, spec, timeout=timeout)[0]
+            if "draws" in out:
+                samples[label] = (np.asarray(out["draws"])[:, 0] ** 2, out["seconds"])
+            else:
+                rows.append({"sampler": label, "kappa": kappa, "status": out["status"], "draws": 0})
+        for label, (values, seconds) in samples.items():
+            se = values.std(ddof=1) / math.sqrt(len(values))
+            rows.append({"sampler": label, "kappa": kappa, "status": "ok", "draws": len(values),
+                         "mean_u1sq": values.mean(), "exact": exact, "z": (values.mean() - exact) / se,
+                         "seconds": seconds})
+        print(f"samplers kappa={kappa:g} done", flush=True)
+    return pd.DataFrame(rows)
+
+
+# --- report ---------------------------------------------------------------------------------------------
+
+def cell(part: pd.DataFrame, column: str) -> str:
+    ok = part[part.status == "ok"]
+    if ok.empty:
+        status = part.status.iloc[0] if len(part) else "—"
+        return f"{status} (> {part.seconds.max():.0f} s)" if status == "timeout" else status
+    mean, sem = ok[column].mean(), ok[column].std(ddof=1) / math.sqrt(len(ok)) if len(ok) > 1 else 0.0
+    extra = f", {len(part) - len(ok)} timeout" if len(ok) < len(part) else ""
+    return f"{mean:.3f} ± {sem:.3f}{extra}"
+
+
+def table(pca: pd.DataFrame, regression: pd.DataFrame, samplers: pd.DataFrame) -> str:
+    lines = ["# Head-to-head: dpcov, diffprivlib 0.6.6, OpenDP at equal ε", "",
+             "Generated by `python scripts/head_to_head.py` (README, \"Head-to-head\"). Mean ± standard error over",
+             "trials; seconds: median wall time of one fit on the 2-core machine.", ""]
+    for title, frame, column, what in (("PCA: captured variance of the private top-k subspace / the best k-subspace's",
+                                        pca, "captured", "1 = exact PCA"),
+                                       ("Regression: MSE / non-private least squares' MSE", regression, "mse_ratio",
+                                        "1 = non-private")):
+        lines += [f"## {title} ({what})", ""]
+        methods = list(dict.fromkeys(frame.method))
+        lines += ["| data (n, d) | ε | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+        for (name, eps), part in frame.groupby(["dataset", "eps"], sort=False):
+            first = part.iloc[0]
+            size = f"{name} ({first.n}, {first.d}{', k = ' + str(int(first.k)) if 'k' in part and pd.notna(first.get('k')) else ''})"
+            lines.append(f"| {size} | {eps:g} | " + " | ".join(cell(part[part.method == m], column) for m in methods) + " |")
+        lines += ["", "Seconds per fit (median):", "", "| data | " + " | ".join(methods) + " |",
+                  "|---|" + "---|" * len(methods)]
+        for name, part in frame.groupby("dataset", sort=False):
+            values = []
+            for m in methods:
+                sub = part[(part.method == m)]
+                ok = sub[sub.status == "ok"]
+                values.append(f"{ok.seconds.median():.3g}" if len(ok) else cell(sub, "seconds"))
+            lines.append(f"| {name} | " + " | ".join(values) + " |")
+        lines.append("")
+    lines += ["## Samplers: one eigenvector at q = 2 against its exact moment", "",
+              "u ~ exp(κ u₁²) on the circle (C = diag(κ, 0) at ε = 4 for the peers' exp(ε/4 uᵀCu)); exact",
+              "E[u₁²] = (1 + I₁(κ/2)/I₀(κ/2))/2; z = (mean − exact)/se. |z| > 4 means the sampler draws from",
+              "another distribution.", "", "| sampler | κ | draws | mean u₁² | exact | z | seconds |",
+              "|---|---|---|---|---|---|---|"]
+    for row in samplers.to_dict("records"):
+        if row["status"] != "ok":
+            lines.append(f"| {row['sampler']} | {row['kappa']:g} | {row['status']} | | | | |")
+            continue
+        lines.append(f"| {row['sampler']} | {row['kappa']:g} | {row['draws']} | {row['mean_u1sq']:.5f} | "
+                     f"{row['exact']:.5f} | {row['z']:+.1f} | {row['seconds']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(pca: pd.DataFrame, regression: pd.DataFrame, stem: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("pca", name, part) for name, part in pca.groupby("dataset", sort=False)] + \
+             [("regression", name, part) for name, part in regression.groupby("dataset", sort=False)]
+    columns = max(len(pca.dataset.unique()), len(regression.dataset.unique()), 1)
+    fig, axes = plt.subplots(2, columns, figsize=(4.2 * columns, 7.4), squeeze=False)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for kind, name, part in panels:
+        row = 0 if kind == "pca" else 1
+        ax = axes[row][list(dict.fromkeys(p[1] for p in panels if p[0] == kind)).index(name)]
+        ax.set_visible(True)
+        column = "captured" if kind == "pca" else "mse_ratio"
+        for method, sub in part.groupby("method", sort=False):
+            ok = sub[sub.status == "ok"].groupby("eps")[column]
+            if not len(ok):
+                continue
+            look = LOOKS.get(method, style_for(method))
+            ax.errorbar(ok.mean().index, ok.mean(), yerr=1.96 * ok.sem().fillna(0), color=look.colour,
+                        marker=look.marker, label=method, capsize=2)
+            late = sub[sub.status == "timeout"]
+            if len(late):
+                ax.plot(late.eps.unique(), [ax.get_ylim()[1]] * len(late.eps.unique()), "x", color=look.colour)
+        ax.set_xscale("log")
+        if kind == "regression":
+            ax.set_yscale("log")
+        first = part.iloc[0]
+        ax.set_title(f"{name} (n = {first.n}, d = {first.d})", fontsize=9)
+        ax.set_xlabel("ε")
+        ax.set_ylabel("captured variance / exact PCA's" if kind == "pca" else "MSE / least squares' MSE")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("dpcov vs diffprivlib and OpenDP at equal ε (× at the top: a peer's timeout)", fontsize=10)
+    fig.tight_layout()
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(stem.with_suffix(".png"), dpi=120)
+    fig.savefig(stem.with_suffix(".pdf"), metadata={"CreationDate": None, "ModDate": None})
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peers-python", default=os.environ.get("DPCOV_PEERS_PYTHON"),
+                        help="the interpreter with diffprivlib and opendp (default $DPCOV_PEERS_PYTHON; none: dpcov only)")
+    parser.add_argument("--no-peers", action="store_true", help="measure dpcov only")
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per peer fit (default 60)")
+    parser.add_argument("--draws", type=int, default=20000, help="draws per sampler and kappa")
+    parser.add_argument("--quick", action="store_true", help="wine only, 2 trials, 2000 draws (a smoke run)")
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args(argv)
+    python = None if args.no_peers else args.peers_python
+    if python is not None and not Path(python).exists():
+        parser.error(f"--peers-python {python}: no such interpreter")
+    pca_sets, reg_sets, trials, draws = (["wine"], ["wine"], 2, 2000) if args.quick else \
+        (["wine", "mnist49", "adult"], ["wine", "airfoil", "adult"], args.trials, args.draws)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    samplers = measure_samplers(KAPPAS, draws, python, args.timeout)
+    pca = measure_pca(pca_sets, EPSILONS, trials, python, args.timeout, args.data_dir)
+    regression = measure_regression(reg_sets, EPSILONS, trials, python, args.timeout, args.data_dir)
+    for name, frame in (("pca", pca), ("regression", regression), ("samplers", samplers)):
+        frame.to_csv(out / f"{name}.csv", index=False)
+    (out / "table.md").write_text(table(pca, regression, samplers))
+    figure(pca, regression, out / "figure")
+    print((out / "table.md").read_text())
+    print(f"wrote {out}/ (pca.csv, regression.csv, samplers.csv, table.md, figure.png)")
+
+
+if __name__ == "__main__":
+    main()
