@@ -11,9 +11,12 @@ the generated tables at the end of REPRODUCTION.md from the summaries.
                                                   must keep its distribution; prints the z-scores
     python scripts/reproduce.py --add mypkg.cov:my_mech --out results_mine/
                                                   every figure with your mechanism's line added
+    python scripts/reproduce.py --record-lines    record the fingerprints of committed lines that have none
 
 A target is complete when its summary.csv has every (mechanism, grid point) at the paper's trial
-count. A line (mechanism or variant) that is complete in the committed summary is re-used, never
+count and no line is stale: results/<target>/lines.json records each committed line's fingerprint
+(experiments/fingerprint.py: its seeded output on a small probe problem); a line whose code has changed
+since gives another one, is reported stale by --status and re-runs (--rerun LINE TARGET). A line (mechanism or variant) that is complete in the committed summary is re-used, never
 re-run; the missing lines run into <target>/partial/ (resumable from its results.csv) and are merged
 with the committed ones into summary.csv and the figure.
 
@@ -26,6 +29,7 @@ mechanism under pure eps-DP) are skipped with a note.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -43,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.config import budget_from_params, compose_experiment  # noqa: E402
+from experiments.fingerprint import fingerprint, read_lines, stale_lines, write_lines  # noqa: E402
 from experiments.instances import SPECTRUM_FILE, build_instance, data_params, resampled, spectra_frame  # noqa: E402
 from experiments.runner import in_experiment, line_spec, run_experiment  # noqa: E402
 from experiments.seeding import canonical, params_key  # noqa: E402
@@ -133,7 +138,24 @@ def committed_lines(exp, summary_path: Path) -> pd.DataFrame:
     complete = [m for m in exp.mechanisms
                 if (summary.mechanism == m).sum() == len(keys)
                 and (count[summary.mechanism == m] >= exp.trials_for(m)).all()]
-    return summary[summary.mechanism.isin(complete)]
+    stale = stale_lines(summary_path.parent, {m: spec_of(exp, m) for m in complete})
+    return summary[summary.mechanism.isin([m for m in complete if m not in stale])]
+
+
+def spec_of(exp, name: str) -> dict:
+    """A line's spec (mechanism, options, budget overrides) as lines.json records it."""
+    return json.loads(line_spec(exp, name))
+
+
+def record_lines(exp, directory: Path, names, base: Path | None = None) -> None:
+    """lines.json of ``directory``: today's fingerprint for the lines ``names`` just run, the recorded
+    entries (from ``base``, the committed target, if given) for the others; only the target's lines."""
+    recorded = {**read_lines(base or directory), **read_lines(directory)}
+    lines = {m: recorded[m] for m in exp.mechanisms if m in recorded and m not in names}
+    for name in names:
+        spec = spec_of(exp, name)
+        lines[name] = {"spec": spec, "fingerprint": fingerprint(spec)}
+    write_lines(directory, lines)
 
 
 @dataclass
@@ -234,6 +256,7 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
     plan.out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(plan.out / "summary.csv", index=False)
     (plan.out / "config.yaml").write_text(yaml.safe_dump(plan.experiment.resolved, sort_keys=False))
+    record_lines(plan.experiment, plan.out, plan.missing, base_root / target.out)
     write_figures(plan.experiment, summary, plan.out)
     return plan.out
 
@@ -269,6 +292,7 @@ def rerun_line(target: Target, name: str, n_jobs: int = -1, root: Path = RESULTS
     summary = pd.concat([old[old.mechanism != name], new], ignore_index=True)
     summary = summary.sort_values("mechanism", key=lambda c: c.map(order), kind="stable")
     summary.to_csv(committed_path, index=False)
+    record_lines(plan.experiment, root / target.out, [name])
     write_figures(plan.experiment, summary, root / target.out)
     shutil.rmtree(out)
     return pair
@@ -358,6 +382,16 @@ def rebuild_tables() -> None:
     print(f"rebuilt the generated tables in {REPRODUCTION}")
 
 
+def stale_report(target: Target, root: Path = RESULTS) -> dict[str, str]:
+    """The committed lines of ``target`` (in ``root``) that today's code would not reproduce: line -> why."""
+    summary = root / target.out / "summary.csv"
+    if not summary.exists():
+        return {}
+    exp = experiment_of(target, 1)
+    present = set(pd.read_csv(summary, usecols=["mechanism"]).mechanism)
+    return stale_lines(summary.parent, {m: spec_of(exp, m) for m in exp.mechanisms if m in present})
+
+
 def rerun_all(chosen: list[Target], names: list[str], n_jobs: int = -1) -> None:
     """``--rerun``: every (target, line) pair that exists, then the tables and composite figures."""
     pairs = [(t, n) for t in chosen for n in names
@@ -391,6 +425,9 @@ def main() -> None:
     parser.add_argument("--rerun", action="append", metavar="LINE", default=[],
                         help="run this committed line afresh in the chosen targets (default: all that have "
                              "it), print how far its means moved (z-scores) and replace it (repeatable)")
+    parser.add_argument("--record-lines", action="store_true",
+                        help="record today's fingerprint of every committed line without one (lines.json); a "
+                             "line whose fingerprint is recorded is never overwritten (re-run it instead)")
     parser.add_argument("--out", type=Path, help="write the figures here instead of results/ (re-using results/)")
     parser.add_argument("--n-jobs", type=int, default=-1)
     args = parser.parse_args()
@@ -413,7 +450,8 @@ def main() -> None:
             get_mechanism(name)
         except ValueError as err:
             parser.error(str(err))
-    chosen = TARGETS if args.all or (args.status or args.add or args.rerun) and not args.targets else []
+    chosen = TARGETS if args.all or (args.status or args.add or args.rerun or args.record_lines) and not args.targets \
+        else []
     for wanted in args.targets:
         match = [t for t in TARGETS if wanted in (t.name, t.out)]
         if not match:
@@ -423,6 +461,16 @@ def main() -> None:
         parser.error("name targets, or use --all / --status / --tables")
     if args.rerun:
         rerun_all(chosen, args.rerun, args.n_jobs)
+        return
+    if args.record_lines:
+        for t in chosen:
+            summary = RESULTS / t.out / "summary.csv"
+            if summary.exists():
+                exp = experiment_of(t, 1)
+                present = set(pd.read_csv(summary, usecols=["mechanism"]).mechanism)
+                new = [m for m in exp.mechanisms if m in present and m not in read_lines(summary.parent)]
+                record_lines(exp, summary.parent, new)
+                print(f"{t.out:32s} recorded {', '.join(new) or 'nothing new'}")
         return
     if args.add:
         extended = [(t, *with_lines(t, args.add)) for t in chosen]
@@ -441,6 +489,9 @@ def main() -> None:
         states[t.out] = done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
         mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.0f} min left"
         print(f"{t.out:32s} {mark}", flush=True)
+        for name, why in stale_report(t, base_root).items():
+            print(f"{'':32s} stale line {name}: {why} (re-run: python scripts/reproduce.py --rerun {name} "
+                  f"{t.name})", flush=True)
     left = sum(s[2] for s in states.values())
     print(f"estimated time left: ~{left / 60:.0f} min on this machine "
           f"({cpu_count() if args.n_jobs < 0 else min(args.n_jobs, cpu_count())} workers, "

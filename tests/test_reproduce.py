@@ -106,3 +106,42 @@ def test_rerun_of_a_line_no_target_has_is_refused(capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["reproduce.py", "--rerun", "nope", "fig3a"])
     with pytest.raises(SystemExit, match="no chosen target has a committed line 'nope'"):
         reproduce.main()
+
+
+def test_no_committed_line_is_stale():
+    """Every committed line records what produced it (lines.json: its fingerprint on the probe problem),
+    and today's code reproduces each one; a line whose code changed must be re-run (--rerun) first."""
+    from experiments.fingerprint import read_lines
+
+    stale = {}
+    for target in reproduce.TARGETS:
+        summary = reproduce.RESULTS / target.out / "summary.csv"
+        if not summary.exists():
+            continue
+        present = set(pd.read_csv(summary, usecols=["mechanism"]).mechanism)
+        assert present <= set(read_lines(summary.parent)), f"{target.out}: lines without a fingerprint"
+        for name, why in reproduce.stale_report(target).items():
+            stale[f"{target.out}:{name}"] = why
+    assert not stale, "stale committed lines (python scripts/reproduce.py --rerun LINE TARGET):\n" + \
+        "\n".join(f"{k}: {v}" for k, v in stale.items())
+
+
+def test_a_line_whose_code_changed_is_stale_and_runs_again(tmp_path, capsys):
+    import shutil
+
+    from experiments.fingerprint import read_lines, write_lines
+
+    target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
+    copy = tmp_path / target.out
+    shutil.copytree(reproduce.RESULTS / target.out, copy)
+    lines = read_lines(copy)
+    lines["gauss"]["fingerprint"] = [v * (1 + 1e-4) for v in lines["gauss"]["fingerprint"]]  # "older code"
+    lines["zero"]["spec"] = {**lines["zero"]["spec"], "options": {"x": 1}}
+    write_lines(copy, lines)
+    assert set(reproduce.stale_report(target, tmp_path)) == {"gauss", "zero"}
+    assert "code has changed" in reproduce.stale_report(target, tmp_path)["gauss"]
+    plan = reproduce.plan_target(target, out_root=tmp_path, base_root=tmp_path)
+    assert {"gauss", "zero"} <= set(plan.missing) and not {"gauss", "zero"} & set(plan.committed.mechanism)
+    del lines["separate"]
+    write_lines(copy, lines)
+    assert reproduce.stale_report(target, tmp_path)["separate"] == "no fingerprint recorded"

@@ -1,0 +1,99 @@
+"""What produced a committed line: its fingerprint is the line's seeded output on one small probe problem
+(the upper triangle of the release, or the ridge weights, to 10 significant digits), computed with the
+code of the day. A change to the mechanism's calibration, random-number use or post-processing changes
+the fingerprint; a refactor that keeps every output does not (and rounding of the last bits by another
+BLAS stays within the comparison's tolerance).
+
+    results/<target>/lines.json: {line name: {"spec": line_spec, "fingerprint": [...] | "error: ..."}}
+
+``scripts/reproduce.py`` writes it with every line it commits (a run, a --rerun, --add); ``--status``
+reports a committed line whose fingerprint differs from today's code as stale, and a test fails while
+one is.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from mechanisms.privacy import ApproxDP, PureDP, ZCDP
+from mechanisms.problem import CovProblem
+from mechanisms.regression import RidgeRelease, RidgeTask
+from mechanisms.registry import get_mechanism, release
+
+from .seeding import generator
+
+LINES_FILE = "lines.json"
+BUDGETS = {ZCDP: ZCDP(0.5), PureDP: PureDP(1.0), ApproxDP: ApproxDP(1.0, 1e-5)}
+RTOL = 1e-6
+DIGITS = 10
+
+
+@lru_cache(maxsize=1)
+def probe_problem() -> CovProblem:
+    """400 Gaussian rows in d = 5 with unequal variances, scaled into the unit ball (raw rows kept, a ridge task)."""
+    rng = generator(0, "fingerprint", "data")
+    X = rng.standard_normal((400, 5)) * np.array([1.0, 0.8, 0.5, 0.3, 0.1])
+    X /= np.linalg.norm(X, axis=1).max()
+    return CovProblem.from_rows(X, radius=1.0, ridge=RidgeTask(4, 0.05), rows=X)
+
+
+def probe_budget(mechanism: str, overrides: dict | None = None):
+    """The notion's probe budget with a line's budget overrides (e.g. a variant's delta) on top."""
+    notion = get_mechanism(mechanism).notion
+    base = BUDGETS[notion]
+    overrides = overrides or {}
+    if notion is ApproxDP or "delta" in overrides:
+        return ApproxDP(float(overrides.get("eps", getattr(base, "eps", 1.0))),
+                        float(overrides.get("delta", getattr(base, "delta", 1e-5))))
+    return base
+
+
+def fingerprint(spec: dict) -> list[float] | str:
+    """The fingerprint of one line ({"mechanism", "options", "budget"}, as experiments.runner.line_spec)."""
+    problem = probe_problem()
+    try:
+        estimate, _ = release(spec["mechanism"], problem, probe_budget(spec["mechanism"], spec.get("budget")),
+                              generator(0, "fingerprint", spec["mechanism"]), options=spec.get("options") or {})
+    except (ValueError, ArithmeticError, RuntimeError) as err:
+        return f"error: {type(err).__name__}: {err}"
+    values = estimate.weights if isinstance(estimate, RidgeRelease) else estimate[np.triu_indices(problem.d)]
+    return [float(f"{v:.{DIGITS}g}") for v in np.ravel(values)]
+
+
+def same(stored, current) -> bool:
+    if isinstance(stored, str) or isinstance(current, str):
+        return stored == current
+    return len(stored) == len(current) and bool(np.allclose(stored, current, rtol=RTOL, atol=1e-12))
+
+
+def read_lines(directory) -> dict:
+    path = Path(directory) / LINES_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_lines(directory, lines: dict) -> None:
+    """One line of JSON per committed line (diffs stay readable)."""
+    body = ",\n".join(f" {json.dumps(name)}: {json.dumps(entry, ensure_ascii=False, sort_keys=True)}"
+                       for name, entry in sorted(lines.items()))
+    (Path(directory) / LINES_FILE).write_text("{\n" + body + "\n}\n")
+
+
+def stale_lines(directory, specs: dict[str, dict]) -> dict[str, str]:
+    """Line -> why it is stale, for the committed lines of ``directory`` (``specs``: line -> spec today):
+    no fingerprint recorded, another spec, or a fingerprint today's code does not give."""
+    recorded = read_lines(directory)
+    stale = {}
+    for name, spec in specs.items():
+        entry = recorded.get(name)
+        if entry is None:
+            stale[name] = "no fingerprint recorded"
+        elif entry["spec"] != spec:
+            stale[name] = f"committed as {entry['spec']}, configured now as {spec}"
+        elif isinstance(entry["fingerprint"], str) and entry["fingerprint"].startswith("unknown"):
+            stale[name] = entry["fingerprint"]
+        elif not same(entry["fingerprint"], fingerprint(spec)):
+            stale[name] = "its code has changed since it was committed (another output on the probe problem)"
+    return stale
