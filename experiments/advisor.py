@@ -5,8 +5,9 @@ trace and spectral decay), and ranked by its mean error with a 95 % interval.
     simulate(n, d, budget, radius=1, trace=None, decay=0, mechanisms=..., seconds=30) -> DataFrame
 
 The synthetic rows: eigenvalues lambda_i proportional to i^-decay (decay 0: flat), summing to the
-assumed trace (default r^2, the worst case); each row is sqrt(trace) times a unit vector drawn along
-N(0, diag(lambda)), so every row has the same norm and Sigma's spectrum has the stated shape. For large
+assumed trace (default r^2, the worst case); directions drawn along N(0, diag(lambda)). Row norms (not
+stated publicly, so by default the least favourable for clipping): a fraction trace / r^2 of the rows
+on the sphere and the others 0 ("extreme"), or every row of norm sqrt(trace) ("equal"). For large
 n * d^2 the shared statistics come from a subsample of the same distribution, and n is kept as stated
 (the noise scales with r^2 / n). Nothing of the user's data is read.
 """
@@ -41,8 +42,16 @@ def spectrum(d: int, trace: float, decay: float) -> np.ndarray:
     return values * (trace / values.sum())
 
 
-def synthetic_problem(n: int, d: int, radius: float, trace: float, decay: float, seed: int = 0) -> CovProblem:
-    """A CovProblem of n rows in the r-ball with tr(Sigma) = trace and eigenvalues ~ i^-decay (module doc)."""
+NORMS = ("extreme", "equal")
+
+
+def synthetic_problem(n: int, d: int, radius: float, trace: float, decay: float, seed: int = 0,
+                      norms: str = "extreme") -> CovProblem:
+    """A CovProblem of n rows in the r-ball with tr(Sigma) = trace and eigenvalues ~ i^-decay (module doc);
+    ``norms``: "extreme" (a fraction trace / r^2 of the rows on the sphere, the others 0: the most skewed
+    norms a trace allows, where clipping gains least) or "equal" (every row of norm sqrt(trace))."""
+    if norms not in NORMS:
+        raise ValueError(f"norms must be one of {NORMS}, got {norms!r}")
     if not 0 < trace <= radius**2:
         raise ValueError(f"trace must lie in (0, r^2] = (0, {radius**2:g}], got {trace!r}")
     if decay < 0 or not math.isfinite(decay):
@@ -50,9 +59,14 @@ def synthetic_problem(n: int, d: int, radius: float, trace: float, decay: float,
     rng = generator(seed, "advisor", "rows", n, d)
     m = int(min(n, max(2000, STATISTIC_WORK // (d * d))))
     Z = rng.standard_normal((m, d)) * np.sqrt(spectrum(d, trace, decay))
-    norms = np.linalg.norm(Z, axis=1)
-    norms[norms == 0] = 1.0
-    X = Z / norms[:, None] * math.sqrt(trace)
+    norms_kind, lengths = norms, np.linalg.norm(Z, axis=1)
+    lengths[lengths == 0] = 1.0
+    if norms_kind == "equal":
+        X = Z / lengths[:, None] * math.sqrt(trace)
+    else:
+        on_sphere = max(1, int(round(m * trace / radius**2)))
+        X = np.zeros_like(Z)
+        X[:on_sphere] = Z[:on_sphere] / lengths[:on_sphere, None] * radius
     X *= min(1.0, radius / max(float(np.linalg.norm(X, axis=1).max()), 1e-300))  # rounding: inside the ball
     problem = CovProblem.from_rows(X, radius=radius)
     if m < n:  # the statistics are averages over rows: the subsample's, with the stated n
@@ -76,7 +90,7 @@ def _runs(name: str, problem: CovProblem, budget, trials: range, seed: int, opti
 
 def simulate(n: int, d: int, budget, radius: float = 1.0, trace: float | None = None, decay: float = 0.0,
              mechanisms=None, seconds: float = 30.0, trials: int | None = None, seed: int = 0, n_jobs: int = -1,
-             problem: CovProblem | None = None, options: dict | None = None) -> pd.DataFrame:
+             problem: CovProblem | None = None, options: dict | None = None, norms: str = "extreme") -> pd.DataFrame:
     """One row per mechanism that can meet ``budget``: its own budget, mean Frobenius error with a 95 %
     interval over its trials, the number of trials and seconds per release; ranked by the mean.
     ``trials`` fixes the count (the numbers are then identical on every run and for any n_jobs);
@@ -84,7 +98,7 @@ def simulate(n: int, d: int, budget, radius: float = 1.0, trace: float | None = 
     sets its trials (between 3 and 30). ``options``: mechanism -> its options (default: none)."""
     options = options or {}
     trace = radius**2 if trace is None else float(trace)
-    problem = problem or synthetic_problem(n, d, radius, trace, decay, seed)
+    problem = problem or synthetic_problem(n, d, radius, trace, decay, seed, norms)
     names = []
     for name in mechanisms or candidates():
         notion = get_mechanism(name).notion  # an unknown name is an error, not a silent omission

@@ -51,9 +51,12 @@ OURS_REGRESSION = {"dpcov SeparateCov": "separate_lap", "dpcov AD": "ad"}
 PEERS_PCA = {"diffprivlib PCA": "diffprivlib_pca", "OpenDP PCA": "opendp_pca"}
 PEERS_REGRESSION = {"diffprivlib LinearRegression": "diffprivlib_lr"}
 KAPPAS = (1.0, 10.0, 100.0)
-LOOKS = {"dpcov IT-U": style_for("IT-U"), "dpcov AD": style_for("AD"), "dpcov SeparateCov": style_for("SeparateCov"),
-         "diffprivlib PCA": style_for("diffprivlib"), "OpenDP PCA": style_for("OpenDP"),
-         "diffprivlib LinearRegression": style_for("diffprivlib")}
+PEER_LOOKS = {"diffprivlib": ("tab:green", "s"), "OpenDP": ("tab:purple", "D")}
+LOOKS = {"dpcov IT-U": (style_for("IT-U").colour, style_for("IT-U").marker),
+         "dpcov AD": (style_for("AD").colour, style_for("AD").marker),
+         "dpcov SeparateCov": (style_for("SeparateCov").colour, style_for("SeparateCov").marker),
+         "diffprivlib PCA": PEER_LOOKS["diffprivlib"], "OpenDP PCA": PEER_LOOKS["OpenDP"],
+         "diffprivlib LinearRegression": PEER_LOOKS["diffprivlib"]}
 
 
 # --- data ------------------------------------------------------------------------------------------------
@@ -274,16 +277,21 @@ def figure(pca: pd.DataFrame, regression: pd.DataFrame, stem: Path) -> None:
         ax = axes[row][list(dict.fromkeys(p[1] for p in panels if p[0] == kind)).index(name)]
         ax.set_visible(True)
         column = "captured" if kind == "pca" else "mse_ratio"
+        late = []
         for method, sub in part.groupby("method", sort=False):
-            ok = sub[sub.status == "ok"].groupby("eps")[column]
-            if not len(ok):
-                continue
-            look = LOOKS.get(method, style_for(method))
-            ax.errorbar(ok.mean().index, ok.mean(), yerr=1.96 * ok.sem().fillna(0), color=look.colour,
-                        marker=look.marker, label=method, capsize=2)
-            late = sub[sub.status == "timeout"]
-            if len(late):
-                ax.plot(late.eps.unique(), [ax.get_ylim()[1]] * len(late.eps.unique()), "x", color=look.colour)
+            colour, marker = LOOKS.get(method, (style_for(method).colour, style_for(method).marker))
+            ok = sub[sub.status == "ok"]
+            if len(ok):
+                stats = ok.groupby("eps")[column]
+                ax.errorbar(stats.mean().index, stats.mean(), yerr=1.96 * stats.sem().fillna(0), color=colour,
+                            marker=marker, label=method, capsize=2)
+            timed_out = sorted(set(sub[sub.status == "timeout"].eps) - set(ok.eps))
+            if timed_out:
+                late.append((method, colour, timed_out))
+        top = ax.get_ylim()[1]
+        for shift, (method, colour, eps) in enumerate(late):  # a peer that timed out at every trial there
+            ax.plot(np.asarray(eps) * 1.12**shift, [top] * len(eps), linestyle="none", marker="x", ms=9,
+                    color=colour, clip_on=False, label=f"{method}: timeout (> 60 s)")
         ax.set_xscale("log")
         if kind == "regression":
             ax.set_yscale("log")
@@ -293,7 +301,8 @@ def figure(pca: pd.DataFrame, regression: pd.DataFrame, stem: Path) -> None:
         ax.set_ylabel("captured variance / exact PCA's" if kind == "pca" else "MSE / least squares' MSE")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("dpcov vs diffprivlib and OpenDP at equal ε (× at the top: a peer's timeout)", fontsize=10)
+    fig.suptitle("dpcov vs diffprivlib 0.6.6 and OpenDP 0.16 at equal ε (× at the top edge: a peer's timeout)",
+                 fontsize=10)
     fig.tight_layout()
     stem.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(stem.with_suffix(".png"), dpi=120)
@@ -312,6 +321,7 @@ def main(argv=None) -> None:
     parser.add_argument("--sampler-timeout", type=float, default=600.0,
                         help="seconds for one sampler's draws at one kappa (default 600)")
     parser.add_argument("--quick", action="store_true", help="wine only, 2 trials, 2000 draws (a smoke run)")
+    parser.add_argument("--redraw", action="store_true", help="only rewrite table.md and the figure from the CSVs")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
@@ -322,6 +332,13 @@ def main(argv=None) -> None:
         (["wine", "mnist49", "adult"], ["wine", "airfoil", "adult"], args.trials, args.draws)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.redraw:
+        pca, regression, samplers = (pd.read_csv(out / f"{n}.csv", keep_default_na=False, na_values=[""])
+                                     for n in ("pca", "regression", "samplers"))
+        (out / "table.md").write_text(table(pca, regression, samplers))
+        figure(pca, regression, out / "figure")
+        print(f"redrew {out}/table.md and figure.png")
+        return
     samplers = measure_samplers(KAPPAS, draws, python, args.sampler_timeout)
     pca = measure_pca(pca_sets, EPSILONS, trials, python, args.timeout, args.data_dir)
     regression = measure_regression(reg_sets, EPSILONS, trials, python, args.timeout, args.data_dir)

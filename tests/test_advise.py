@@ -116,11 +116,16 @@ from experiments import advisor as simulation  # noqa: E402
 
 
 def test_synthetic_problem_matches_the_stated_facts():
-    P = simulation.synthetic_problem(50000, 30, 2.0, 1.5, 1.0, seed=3)
+    P = simulation.synthetic_problem(50000, 30, 2.0, 1.5, 1.0, seed=3, norms="equal")
     assert P.n == 50000 and P.d == 30 and P.radius == 2.0
     assert P.trace == pytest.approx(1.5, rel=1e-9)  # every row has norm sqrt(trace)
     values = np.sort(np.linalg.eigvalsh(P.sigma))[::-1]
     assert values[0] / values[9] == pytest.approx(10, rel=0.35)  # eigenvalues ~ 1/i
+    skewed = simulation.synthetic_problem(50000, 30, 2.0, 1.5, 1.0, seed=3)  # default: extreme norms
+    assert skewed.trace == pytest.approx(1.5, rel=1e-3)
+    assert list(skewed.band_exponents) == [0] and skewed.band_counts[0] == round(50000 * 1.5 / 4)  # on the sphere
+    with pytest.raises(ValueError, match="norms must be one of"):
+        simulation.synthetic_problem(100, 5, 1.0, 1.0, 0.0, norms="pareto")
     big = simulation.synthetic_problem(10**7, 400, 1.0, 1.0, 0.0)
     assert big.n == 10**7 and big.band_counts.sum() == pytest.approx(10**7, rel=1e-6)  # a subsample, n kept
     with pytest.raises(ValueError, match="trace must lie in"):
@@ -142,6 +147,8 @@ def test_the_simulation_ranks_every_candidate_with_no_blank_row_and_is_reproduci
     assert (one.low <= one.measured).all() and (one.measured <= one.high).all()
     zero = one.set_index("mechanism").loc["zero"]
     assert zero.measured == pytest.approx(np.linalg.norm(simulation.synthetic_problem(3000, 12, 1.0, 0.5, 1.0).sigma))
+    assert simulation.simulate(3000, 12, ZCDP(0.5), trace=0.5, decay=1.0, trials=3, n_jobs=1, norms="equal",
+                               mechanisms=["zero"]).measured.iloc[0] != zero.measured  # another problem
 
 
 def test_measured_advice_keeps_the_theory_column_and_takes_plugins(monkeypatch):
