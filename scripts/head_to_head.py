@@ -10,7 +10,7 @@ The peers run in their own interpreter (diffprivlib 0.6.6 needs scikit-learn <= 
     python3 -m venv peers && peers/bin/pip install diffprivlib==0.6.6 scikit-learn==1.7.2 opendp
 Without it (or with --no-peers) only dpcov's rows are measured; a peer that is missing is reported as
 such. Every peer call has a time limit (--timeout seconds per fit); a timeout is a row of its own.
-Writes results/head_to_head/: pca.csv, regression.csv, samplers.csv, table.md, figure.png (+ .pdf).
+Writes results/head_to_head/: pca.csv, regression.csv, samplers.csv, table.md, head_to_head.png (+ .pdf).
 
 Data (public preprocessing only, except where the suite's loaders say so): UCI wine (d = 13) and adult
 (d = 108, min-max scaled, rows scaled into the unit ball as in Amin et al.), and MNIST pooled 4 x 4
@@ -336,8 +336,8 @@ def main(argv=None) -> None:
         pca, regression, samplers = (pd.read_csv(out / f"{n}.csv", keep_default_na=False, na_values=[""])
                                      for n in ("pca", "regression", "samplers"))
         (out / "table.md").write_text(table(pca, regression, samplers))
-        figure(pca, regression, out / "figure")
-        print(f"redrew {out}/table.md and figure.png")
+        figure(pca, regression, out / "head_to_head")
+        print(f"redrew {out}/table.md and head_to_head.png")
         return
     samplers = measure_samplers(KAPPAS, draws, python, args.sampler_timeout)
     pca = measure_pca(pca_sets, EPSILONS, trials, python, args.timeout, args.data_dir)
@@ -345,9 +345,9 @@ def main(argv=None) -> None:
     for name, frame in (("pca", pca), ("regression", regression), ("samplers", samplers)):
         frame.to_csv(out / f"{name}.csv", index=False)
     (out / "table.md").write_text(table(pca, regression, samplers))
-    figure(pca, regression, out / "figure")
+    figure(pca, regression, out / "head_to_head")
     print((out / "table.md").read_text())
-    print(f"wrote {out}/ (pca.csv, regression.csv, samplers.csv, table.md, figure.png)")
+    print(f"wrote {out}/ (pca.csv, regression.csv, samplers.csv, table.md, head_to_head.png)")
 
 
 if __name__ == "__main__":

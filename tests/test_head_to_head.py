@@ -36,4 +36,4 @@ def test_quick_run_without_peers(tmp_path, monkeypatch):
     assert set(pca[pca.method.str.startswith("dpcov")].status) == {"ok"}
     assert set(pca[~pca.method.str.startswith("dpcov")].status) == {"missing"}
     assert pca.captured.dropna().between(0, 1 + 1e-9).all()
-    assert (tmp_path / "table.md").read_text().count("missing") >= 3 and (tmp_path / "figure.png").exists()
+    assert (tmp_path / "table.md").read_text().count("missing") >= 3 and (tmp_path / "head_to_head.png").exists()
