@@ -180,3 +180,34 @@ def test_import_dpcov_is_the_public_api():
     for name in dpcov.__all__:
         assert hasattr(dpcov, name), name
     assert dpcov.release is __import__("mechanisms").release
+
+
+@pytest.mark.parametrize("budget, sd", [
+    (dpcov.ZCDP(0.5), 2 * 0.8 / 100 / np.sqrt(2 * 0.5)),  # Gaussian: l2 sensitivity 2r/n over sqrt(2 rho)
+    (dpcov.PureDP(1.0), np.sqrt(2) * 2 * 0.8 * np.sqrt(3) / 100 / 1.0),  # Laplace: scale 2r sqrt(d)/(n eps)
+])
+def test_private_mean_noise_is_calibrated(budget, sd):
+    """The centring step's noise has the sd its sensitivity and budget give (r = 0.8, n = 100, d = 3),
+    and is charged to the accountant."""
+    from mechanisms.mean import private_mean
+
+    X = np.full((100, 3), 0.1)
+    draws = []
+    for seed in range(4000):
+        accountant = dpcov.Accountant(budget)
+        draws.append(private_mean(X, 0.8, budget, accountant, np.random.default_rng(seed)) - 0.1)
+        assert accountant.ledger == [("mean (centring)", budget)]
+    draws = np.asarray(draws)
+    assert draws.std() == pytest.approx(sd, rel=0.05)
+    assert np.abs(draws.mean(axis=0)).max() < 4 * sd / np.sqrt(4000)
+
+
+def test_private_mean_under_approx_dp_uses_the_analytic_gaussian():
+    from mechanisms.mean import private_mean
+    from mechanisms.thresholding import analytic_gaussian_sigma
+
+    budget = dpcov.ApproxDP(1.0, 1e-5)
+    X = np.zeros((50, 2))
+    draws = np.array([private_mean(X, 1.0, budget, dpcov.Accountant(budget), np.random.default_rng(s))
+                      for s in range(4000)])
+    assert draws.std() == pytest.approx(analytic_gaussian_sigma(2 / 50, budget), rel=0.05)
