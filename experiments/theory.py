@@ -16,7 +16,7 @@ plug-in path. ``params`` (plain numbers):
     trace           tr(Sigma) of Sigma = X^T X / n
     eigenvalues     the eigenvalues of Sigma; trace and fro_sigma default to their sum / root sum
                     of squares
-    fro_sigma       ||Sigma||_F (the zero matrix, the relative metric fro_rel)
+    fro_sigma       ||Sigma||_F (the relative metric fro_rel)
 
 ``metric``: "fro" = ||S~ - Sigma||_F, "fro_rel" = ||S~ - Sigma||_F / ||Sigma||_F (= Amin's
 ||C^ - C||_F / ||C||_F), "mahalanobis" = ||Sigma^-1/2 S~ Sigma^-1/2 - I||_F. The result is None when
