@@ -4,6 +4,10 @@ regression from a private covariance (Amin et al. 2019, App. C).
 Conventions (scikit-learn's): ``__init__`` only stores its parameters, ``fit`` returns self, fitted
 attributes end in ``_``; ``get_params``/``set_params``/``clone`` work; ``random_state`` (an int, a
 ``numpy.random.Generator`` or None) seeds the noise, so a fixed int gives the same release on every fit.
+Use a fixed seed for tests and reproducible examples only: two releases with the same seed share their
+noise, so their difference is the difference of the data (for GaussCov, Sigma(D) - Sigma(D') exactly),
+and the budgets of such releases do not compose. For real releases keep ``random_state=None`` (fresh
+noise from the operating system on every fit).
 
 Privacy, said explicitly by the caller:
 - ``radius``: a public bound on every row's l2 norm (for PrivateRidge: of the row [x, y]). It is never
@@ -23,7 +27,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mechanisms.mean import private_mean
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant
+from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from mechanisms.problem import CovProblem
 from mechanisms.registry import check_options, get_mechanism, release
 
@@ -61,7 +65,17 @@ class _PrivateFit:
         if mechanism.needs:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
                              f"estimator's mechanism")
-        check_options(mechanism, dict(self.mechanism_options or {}))
+        options = dict(self.mechanism_options or {})
+        check_options(mechanism, options)
+        for option, value in mechanism.not_private:
+            if options.get(option) == value:
+                raise ValueError(f"{option}={value!r} is {mechanism.label}'s as-published calibration, not private at "
+                                 f"the claimed budget (mechanisms/registry.py: not_private): the estimators refuse it")
+        try:
+            budget_guaranteeing(self.budget, mechanism.notion)
+        except ValueError as err:
+            raise ValueError(f"mechanism {mechanism.name!r} ({mechanism.notion.__name__}) cannot meet budget "
+                             f"{self.budget}: {err}") from None
         return mechanism
 
     def _bounded(self, X: np.ndarray) -> np.ndarray:
@@ -76,7 +90,8 @@ class _PrivateFit:
             X[outside] *= (self.radius / norms[outside])[:, None]
         return X
 
-    def _private_covariance(self, X: np.ndarray, options: dict | None = None, spectral: bool = False):
+    def _private_covariance(self, X: np.ndarray, options: dict | None = None, spectral: bool = False,
+                            clamp: bool = True):
         """(release, centre, radius of the centred rows, n) with ``ledger_`` and ``budget_spent_`` set."""
         mechanism = self._check_declarations()
         X = self._bounded(np.asarray(X, dtype=float))
@@ -89,7 +104,8 @@ class _PrivateFit:
             X, radius = X - centre, 2 * radius  # ||x - centre|| <= ||x|| + ||centre|| <= 2r
         problem = CovProblem.from_rows(X, radius=radius)
         estimate, inner = release(mechanism.name, problem, cov_budget, rng,
-                                  options={**dict(self.mechanism_options or {}), **(options or {})}, spectral=spectral)
+                                  options={**dict(self.mechanism_options or {}), **(options or {})},
+                                  spectral=spectral, clamp=clamp)
         accountant.spend(cov_budget, f"covariance: {mechanism.label} ({mechanism.name})")
         self.ledger_ = accountant.ledger[:-1] + [(f"covariance: {what}", b) for what, b in inner.ledger]
         self.budget_spent_ = accountant.spent
@@ -151,11 +167,11 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
             raise ValueError(f"n_components must be an integer in [1, n_features = {d}], got {k!r}")
         top_k = "components" in get_mechanism(self.mechanism).option_names()
-        spectral, self.mean_, _, _ = self._private_covariance(X, {"components": int(k)} if top_k else None,
-                                                               spectral=True)
-        order = np.argsort(spectral.values, kind="stable")[::-1][:k]  # largest private eigenvalues first
+        spectral, self.mean_, radius, _ = self._private_covariance(X, {"components": int(k)} if top_k else None,
+                                                                    spectral=True, clamp=False)
+        order = np.argsort(-spectral.values, kind="stable")[:k]  # largest private eigenvalues first (unclamped)
         self.components_ = spectral.vectors[:, order].T.copy()
-        self.explained_variance_ = spectral.values[order].copy()
+        self.explained_variance_ = np.clip(spectral.values[order], 0.0, radius**2)  # post-processing
         self.n_components_ = int(k)
         return self
 

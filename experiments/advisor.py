@@ -57,7 +57,8 @@ def synthetic_problem(n: int, d: int, radius: float, trace: float, decay: float,
     if decay < 0 or not math.isfinite(decay):
         raise ValueError(f"decay must be a finite number >= 0, got {decay!r}")
     rng = generator(seed, "advisor", "rows", n, d)
-    m = int(min(n, max(2000, STATISTIC_WORK // (d * d))))
+    # enough rows that a trace of r^2 / 100 still puts ~100 rows on the sphere (the trace within 1 %)
+    m = int(min(n, max(2000, STATISTIC_WORK // (d * d), math.ceil(100 * radius**2 / trace))))
     Z = rng.standard_normal((m, d)) * np.sqrt(spectrum(d, trace, decay))
     norms_kind, lengths = norms, np.linalg.norm(Z, axis=1)
     lengths[lengths == 0] = 1.0

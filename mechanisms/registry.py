@@ -60,6 +60,9 @@ class Mechanism:
     audit: AuditNeeds = AuditNeeds()
     style: tuple[str, str] | None = None  # (colour, marker) on every figure; None: derived from the label
     needs: tuple[str, ...] = ()  # what it needs besides bounded rows, e.g. "raw rows", "a ridge task"
+    # (option, value) pairs that make a release NOT private at the claimed budget: the papers' or their
+    # code's calibrations kept to reproduce published figures ("as published"); the estimators refuse them
+    not_private: tuple = ()
 
     def option_names(self) -> list[str]:
         params = inspect.signature(self.fn).parameters.values()
@@ -111,21 +114,28 @@ MECHANISMS = {m.name: m for m in [
               audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))), style=("tab:green", "^")),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
-              predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v")),
+              predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
+              not_private=(("calibration", "public_code"),)),
     Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)",
-              predict=emcov.EMCOV_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v")),
+              predict=emcov.EMCOV_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
+              not_private=(("calibration", "public_code"),)),
     Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split",
-              predict=emcov.ITU_PREDICTION, audit=_EM_AUDIT, style=("tab:olive", "v")),
+              predict=emcov.ITU_PREDICTION, audit=_EM_AUDIT, style=("tab:olive", "v"),
+              not_private=(("calibration", "public_code"),)),
     Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split",
-              predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:red", "o")),
+              predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:red", "o"),
+              not_private=(("calibration", "public_code"),)),
     Mechanism("dp_threshold", "DP-Thresholding", ApproxDP, thresholding.dp_threshold, "Wang & Xu Alg. 1",
-              audit=AuditNeeds("gaussian", (("dense", 1000),)), style=("tab:red", "s")),
+              audit=AuditNeeds("gaussian", (("dense", 1000),)), style=("tab:red", "s"),
+              not_private=(("calibration", "as_written"),)),
     Mechanism("ldp_threshold", "LDP-Thresholding", ApproxDP, thresholding.ldp_threshold, "Wang & Xu Alg. 2",
-              audit=AuditNeeds("gaussian", (("dense", 100_000),)), style=("tab:purple", "D")),
+              audit=AuditNeeds("gaussian", (("dense", 100_000),)), style=("tab:purple", "D"),
+              not_private=(("calibration", "as_written"),)),
     Mechanism("gauss_approx", "Gaussian (ε,δ)", ApproxDP, thresholding.gauss_approx,
               "analytic Gaussian mechanism on Sigma (Wang & Xu §4.1 baseline; Amin et al.'s G)",
               predict=thresholding.GAUSS_APPROX_PREDICTION,
-              audit=AuditNeeds("gaussian", (("dense", 1000), ("swap_vectors", 10))), style=("#4292c6", "d")),
+              audit=AuditNeeds("gaussian", (("dense", 1000), ("swap_vectors", 10))), style=("#4292c6", "d"),
+              not_private=(("calibration", "public_code"),)),
     Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)",
               predict=emcov.KT_PREDICTION, audit=_EM_AUDIT, style=("tab:brown", "<")),
     Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C",
@@ -193,6 +203,8 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
     """
     notion = _notion(notion)
     predict = _prediction(predict)
+    if not isinstance(needs, (tuple, list)) or not all(isinstance(v, str) and v for v in needs):
+        raise ValueError(f"needs must be a tuple of strings, e.g. ('raw rows',), got {needs!r}")
     if audit is not None and not isinstance(audit, AuditNeeds):
         raise TypeError(f"audit must be an AuditNeeds(...), got {audit!r}")
     if style is not None and (not isinstance(style, tuple) or len(style) != 2
@@ -302,6 +314,11 @@ def import_plugins(modules) -> None:
 def _checked_output(mechanism: Mechanism, estimate, d: int):
     """A plug-in's release must be a finite symmetric d x d matrix (or Spectral): a clear error if not."""
     if isinstance(estimate, Spectral):
+        vectors = np.asarray(estimate.vectors, dtype=float)
+        if vectors.ndim != 2 or vectors.shape[0] != d or len(estimate.values) != vectors.shape[1] or \
+                not np.allclose(vectors.T @ vectors, np.eye(vectors.shape[1]), atol=1e-8):
+            raise ValueError(f"mechanism {mechanism.name!r} returned a Spectral whose vectors are not d x k with "
+                             f"orthonormal columns (one value each): return the matrix instead")
         matrix = estimate.matrix()
     else:
         try:
@@ -350,6 +367,10 @@ def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator,
         raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {rng!r}")
     options = dict(options or {})
     check_options(mechanism, options)
+    missing = [o for o in mechanism.required_options() if o not in options]
+    if missing:
+        raise ValueError(f"mechanism {mechanism.name!r} needs option(s) {missing} (no default), e.g. "
+                         f"options={{{missing[0]!r}: ...}}")
     accountant = Accountant(budget_guaranteeing(budget, mechanism.notion))
     estimate = mechanism.fn(problem, accountant, rng, **options)
     if mechanism.plugin:

@@ -211,3 +211,21 @@ def test_private_mean_under_approx_dp_uses_the_analytic_gaussian():
     draws = np.array([private_mean(X, 1.0, budget, dpcov.Accountant(budget), np.random.default_rng(s))
                       for s in range(4000)])
     assert draws.std() == pytest.approx(analytic_gaussian_sigma(2 / 50, budget), rel=0.05)
+
+
+def test_estimators_refuse_non_private_calibrations_and_impossible_budgets(data):
+    X, _ = data
+    for mechanism, value in [("emcov", "public_code"), ("itu", "public_code"), ("ad", "public_code"),
+                             ("dp_threshold", "as_written")]:
+        with pytest.raises(ValueError, match="as-published calibration, not private"):
+            dpcov.PrivateCovariance(mechanism=mechanism, budget=dpcov.ApproxDP(1.0, 1e-6),
+                                    mechanism_options={"calibration": value}, **DECLARED).fit(X)
+    with pytest.raises(ValueError, match=r"mechanism 'gauss' \(ZCDP\) cannot meet budget 1-DP"):
+        dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.PureDP(1.0), **DECLARED).fit(X)
+
+
+def test_pca_ranks_components_on_the_unclamped_private_eigenvalues(data):
+    X, _ = data
+    pca = dpcov.PrivatePCA(6, mechanism="separate", budget=dpcov.ZCDP(1e-6), **DECLARED).fit(X)
+    assert np.all(np.diff(pca.explained_variance_) <= 0) and np.all(pca.explained_variance_ >= 0)
+    assert np.allclose(pca.components_ @ pca.components_.T, np.eye(6), atol=1e-8)

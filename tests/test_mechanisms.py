@@ -443,7 +443,7 @@ def test_clip_threshold_must_be_dyadic(problem, name, tau):
 
 @pytest.mark.parametrize("name", ["clip_gauss", "clip_separate"])
 def test_clip_mechanisms_need_tau(problem, name):
-    with pytest.raises(TypeError, match="tau"):
+    with pytest.raises(ValueError, match=r"needs option\(s\) \['tau'\] \(no default\)"):
         run(name, problem, {})
 
 

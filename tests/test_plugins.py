@@ -304,3 +304,18 @@ def test_a_plugins_declarations_reach_the_advisor_the_overlay_the_style_and_the_
     assert xs == [1000, 4000] and all(y > 0 for y in ys) and "heuristic" in legend
     assert style_for("ShrunkGaussCov").colour == "#17becf"
     assert get_mechanism(EXAMPLE).audit == AuditNeeds()  # nothing declared: the default pairs
+
+
+def test_needs_and_spectral_outputs_of_plugins_are_checked(problem):
+    from mechanisms import Spectral
+
+    with pytest.raises(ValueError, match="needs must be a tuple of strings"):
+        register_mechanism(notion=ZCDP, needs="raw rows")
+
+    @register_mechanism(notion=ZCDP)
+    def skewed(problem, accountant, rng):
+        accountant.spend(accountant.total, "nothing really")
+        return Spectral(np.ones(problem.d), np.ones((problem.d, problem.d)))  # not orthonormal
+
+    with pytest.raises(ValueError, match="not d x k with orthonormal columns"):
+        release(skewed, problem, ZCDP(0.1), np.random.default_rng(0), spectral=True)

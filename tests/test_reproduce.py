@@ -145,3 +145,12 @@ def test_a_line_whose_code_changed_is_stale_and_runs_again(tmp_path, capsys):
     del lines["separate"]
     write_lines(copy, lines)
     assert reproduce.stale_report(target, tmp_path)["separate"] == "no fingerprint recorded"
+
+
+def test_a_line_that_falls_back_on_the_small_probe_is_fingerprinted_on_the_large_one():
+    from experiments.fingerprint import fingerprint
+
+    stable = fingerprint({"mechanism": "stable_gsampling", "options": {"on_fail": "zero"}, "budget": {}})
+    assert isinstance(stable, list) and any(v != 0 for v in stable)  # not the zero fallback
+    assert fingerprint({"mechanism": "clip_gauss", "options": {}, "budget": {}}) == \
+        "error: ValueError: mechanism 'clip_gauss' needs option(s) ['tau'] (no default), e.g. options={'tau': ...}"
