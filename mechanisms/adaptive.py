@@ -209,3 +209,19 @@ def adaptive_terms(f: Facts, budget: ZCDP) -> tuple[float, float] | None:
 ADAPTIVE_PREDICTION = Bound(adaptive_terms, constant=0.489, citation="Dong Thm 3 at τ = r",
                             fitted_on=("dong2022/fig2", "dong2022/fig3a", "dong2022/fig3b", "dong2022/fig3c",
                                        "dong2022/fig3d"))
+
+
+def adaptive_lap_terms(f: Facts, budget: PureDP) -> tuple[float, float] | None:
+    """Dong et al. Theorem 4 (AdaptiveCov under eps-DP) at tau = r, leading order: the better of
+    LapCov's E||noise||_F ~ 2 d^2 r^2 / (eps' n) and the pure SeparateCov terms, at the covariance's
+    eps' = eps/2, times one fitted constant."""
+    half = PureDP(budget.eps / 2)
+    separate = laplace.separate_lap_terms(f, half)
+    if separate is None:
+        return None
+    return min(2 * f.d**2 * f.r2 / (half.eps * f.n), separate[0] + separate[1]), 0.0
+
+
+ADAPTIVE_LAP_PREDICTION = Bound(adaptive_lap_terms, constant=0.576, citation="Dong Thm 4 at τ = r",
+                                fitted_on=("dong2022/fig7", "dong2022/fig8_trace", "dong2022/fig8_dim",
+                                           "dong2022/fig8_eps"))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .privacy import PureDP, Accountant
-from .predictions import laplace_noise
+from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
 from .spectral import Spectral
 
@@ -104,3 +104,18 @@ def separate_lap_noise(trace: float, tau, n: int, d: int, budget: PureDP, beta: 
 LAP_PREDICTION = laplace_noise(lambda f, budget: math.sqrt(2) * f.d * f.r2 / (budget.eps * f.n))
 # Amin's L: entries Lap(2d/eps) on C = n Sigma / r^2, so s = 2 d r^2 / (eps n) on Sigma.
 AMIN_LAPLACE_PREDICTION = laplace_noise(lambda f, budget: 2 * f.d * f.r2 / (budget.eps * f.n))
+
+
+def separate_lap_terms(f: Facts, budget: PureDP) -> tuple[float, float] | None:
+    """Dong et al. App. I (Lemma 19), leading order, in Theorem 1's structure at eps/2 each:
+    c sqrt(tr) r d^3/4 / sqrt(eps n) (the eigenvectors of LapCov) + the eigenvalues' Laplace noise
+    4 sqrt(2d) r^2 / (eps n)."""
+    if f.trace is None:
+        return None
+    return (math.sqrt(max(f.trace, 0.0)) * f.radius * f.d**0.75 / math.sqrt(budget.eps * f.n),
+            4 * math.sqrt(2 * f.d) * f.r2 / (budget.eps * f.n))
+
+
+SEPARATE_LAP_PREDICTION = Bound(separate_lap_terms, constant=0.789, citation="Dong App. I, Lemma 19",
+                                fitted_on=("dong2022/fig7", "dong2022/fig8_trace", "dong2022/fig8_dim",
+                                           "dong2022/fig8_eps"))

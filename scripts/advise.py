@@ -12,7 +12,8 @@ Predictions: what each mechanism declares in the registry (``Mechanism.predict``
   analytic Gaussian). The release is then clamped to eigenvalues in [0, r^2], which can only lower
   the error -- a lot when tr(Sigma) is far below r^2 -- so these are upper estimates.
 - "bound": a theorem's leading-order bound with one constant fitted to the committed results (Dong
-  Thm 1 for SeparateCov, Thm 3 for AdaptiveCov, App. C for EMCov; Amin Thm 2 for AD/IT-U, KT's Thm 18),
+  Thm 1 / App. I for SeparateCov, Thm 3 / Thm 4 for AdaptiveCov, App. C for EMCov; Amin Thm 2 for
+  AD/IT-U, KT's Thm 18),
   at the worst spectrum for the given trace.
 - the zero matrix: ||Sigma||_F <= tr(Sigma), shown at that worst case (a rank-one Sigma).
 The trace is not public; by default the worst case tr = r^2 (every row on the sphere), else
