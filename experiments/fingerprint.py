@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP
+from mechanisms.privacy import ApproxDP
 from mechanisms.problem import CovProblem
-from mechanisms.regression import RidgeRelease, RidgeTask
+from mechanisms.regression import RidgeTask
 from mechanisms.registry import get_mechanism, release
 
+from .golden import BUDGETS, output_values
 from .seeding import generator
 
 LINES_FILE = "lines.json"
-BUDGETS = {ZCDP: ZCDP(0.5), PureDP: PureDP(1.0), ApproxDP: ApproxDP(1.0, 1e-5)}
 RTOL = 1e-6
 DIGITS = 10
 
@@ -55,7 +55,14 @@ def probe_budget(mechanism: str, overrides: dict | None = None):
 
 
 def fingerprint(spec: dict) -> list[float] | str:
-    """The fingerprint of one line ({"mechanism", "options", "budget"}, as experiments.runner.line_spec)."""
+    """The fingerprint of one line ({"mechanism", "options", "budget"}, as experiments.runner.line_spec);
+    computed once per spec in a process (--status and a run's plan ask for the same lines again)."""
+    return _fingerprint(json.dumps(spec, sort_keys=True))
+
+
+@lru_cache(maxsize=None)
+def _fingerprint(text: str) -> list[float] | str:
+    spec = json.loads(text)
     budget = probe_budget(spec["mechanism"], spec.get("budget"))
     for n in (400, LARGE_PROBE):
         problem = probe_problem(n)
@@ -69,8 +76,7 @@ def fingerprint(spec: dict) -> list[float] | str:
         if accountant.released != "ok":  # a fallback says nothing of the mechanism's own code
             outcome = f"fell back: {accountant.released}"
             continue
-        values = estimate.weights if isinstance(estimate, RidgeRelease) else estimate[np.triu_indices(problem.d)]
-        return [float(f"{v:.{DIGITS}g}") for v in np.ravel(values)]
+        return [float(f"{v:.{DIGITS}g}") for v in np.ravel(output_values(estimate, problem.d))]
     return outcome
 
 

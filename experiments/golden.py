@@ -37,6 +37,11 @@ def golden_problem() -> CovProblem:
     return CovProblem.from_rows(X, radius=1.0, ridge=RidgeTask(3, 0.05), rows=X)
 
 
+def output_values(estimate, d: int) -> np.ndarray:
+    """The numbers a release is compared by: a ridge model's weights, or the matrix's upper triangle."""
+    return estimate.weights if isinstance(estimate, RidgeRelease) else estimate[np.triu_indices(d)]
+
+
 def golden_rows() -> pd.DataFrame:
     problem = golden_problem()
     rows = []
@@ -44,7 +49,7 @@ def golden_rows() -> pd.DataFrame:
         budget = BUDGETS[mechanism.notion]
         estimate, accountant = release(name, problem, budget, generator(0, "golden", name),
                                        options=OPTIONS.get(name))
-        values = estimate.weights if isinstance(estimate, RidgeRelease) else estimate[np.triu_indices(problem.d)]
+        values = output_values(estimate, problem.d)
         rows.append({"mechanism": name, "budget": str(budget), "spent": str(accountant.spent or "nothing"),
                      **{f"v{i}": float(v) for i, v in enumerate(values)}})
     return pd.DataFrame(rows)

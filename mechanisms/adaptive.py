@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from . import laplace
-from .gaussian import gauss_noisy, gaussian_sigma, separate_noisy
+from .gaussian import gauss_noisy, gaussian_sigma, separate_noisy, separate_terms
 from .predictions import Bound, Facts
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
@@ -197,13 +197,11 @@ def adaptive_terms(f: Facts, budget: ZCDP) -> tuple[float, float] | None:
     """Dong et al. Theorem 3 at tau = r (no clipping; the tail gamma(X, tau) is not public), leading
     order: Noise(X, r, rho/2) = min(GaussCov's d r^2 / (sqrt(rho/2) n), Theorem 1's
     sqrt(tr) r d^1/4 / ((rho/2)^1/4 sqrt n) + sqrt(2d) r^2 / (sqrt(rho/2) n)), times one fitted constant."""
-    if f.trace is None:
+    half = ZCDP(budget.rho / 2)
+    separate = separate_terms(f, half)
+    if separate is None:
         return None
-    rho = budget.rho / 2
-    gauss = f.d * f.r2 / (math.sqrt(rho) * f.n)
-    separate = (math.sqrt(max(f.trace, 0.0)) * f.radius * f.d**0.25 / (rho**0.25 * math.sqrt(f.n))
-                + math.sqrt(2 * f.d) * f.r2 / (math.sqrt(rho) * f.n))
-    return min(gauss, separate), 0.0
+    return min(f.d * f.r2 / (math.sqrt(half.rho) * f.n), separate[0] + separate[1]), 0.0
 
 
 ADAPTIVE_PREDICTION = Bound(adaptive_terms, constant=0.489, citation="Dong Thm 3 at τ = r",

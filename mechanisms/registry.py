@@ -85,6 +85,7 @@ _SPECTRAL_AUDIT = AuditNeeds("gaussian", (("swap_values", 1000), ("scale", 1000)
 _PURE_AUDIT = AuditNeeds("dp", (("swap_values", 1000), ("l1", 10), ("scale", 1000)))
 _EM_AUDIT = AuditNeeds("dp", (("swap_values", 1000), ("scale", 1000)))
 _CLIP = (("tau", 1.0),)
+_PUBLISHED = (("calibration", "public_code"),)  # the as-published calibrations (not private at the claim)
 
 MECHANISMS = {m.name: m for m in [
     Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1",
@@ -111,20 +112,21 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("separate_lap", "SeparateCov", PureDP, laplace.separate_lap_cov, "Dong et al. 2022 App. I",
               predict=laplace.SEPARATE_LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:orange", "s")),
     Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
-              predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))), style=("tab:green", "^")),
+              predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
+              style=("tab:green", "^")),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
-              not_private=(("calibration", "public_code"),)),
+              not_private=_PUBLISHED),
     Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)",
               predict=emcov.EMCOV_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
-              not_private=(("calibration", "public_code"),)),
+              not_private=_PUBLISHED),
     Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split",
               predict=emcov.ITU_PREDICTION, audit=_EM_AUDIT, style=("tab:olive", "v"),
-              not_private=(("calibration", "public_code"),)),
+              not_private=_PUBLISHED),
     Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:red", "o"),
-              not_private=(("calibration", "public_code"),)),
+              not_private=_PUBLISHED),
     Mechanism("dp_threshold", "DP-Thresholding", ApproxDP, thresholding.dp_threshold, "Wang & Xu Alg. 1",
               audit=AuditNeeds("gaussian", (("dense", 1000),)), style=("tab:red", "s"),
               not_private=(("calibration", "as_written"),)),
@@ -135,7 +137,7 @@ MECHANISMS = {m.name: m for m in [
               "analytic Gaussian mechanism on Sigma (Wang & Xu §4.1 baseline; Amin et al.'s G)",
               predict=thresholding.GAUSS_APPROX_PREDICTION,
               audit=AuditNeeds("gaussian", (("dense", 1000), ("swap_vectors", 10))), style=("#4292c6", "d"),
-              not_private=(("calibration", "public_code"),)),
+              not_private=_PUBLISHED),
     Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)",
               predict=emcov.KT_PREDICTION, audit=_EM_AUDIT, style=("tab:brown", "<")),
     Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C",

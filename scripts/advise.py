@@ -129,8 +129,7 @@ def advise(n: int, d: int, budget, radius: float = 1.0, trace: float | None = No
     if not 0 < trace <= radius**2:
         raise ValueError(f"trace must lie in (0, r^2] = (0, {radius**2:g}], got {trace!r}")
     table = summaries() if table is None else table
-    point = {"rho": budget.rho} if isinstance(budget, ZCDP) else \
-        {"eps": budget.eps} if isinstance(budget, PureDP) else {"eps": budget.eps, "delta": budget.delta}
+    point = budget_point(budget)
     rows = []
     for name in mechanisms:
         mechanism = get_mechanism(name)

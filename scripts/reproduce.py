@@ -382,14 +382,20 @@ def rebuild_tables() -> None:
     print(f"rebuilt the generated tables in {REPRODUCTION}")
 
 
-def stale_report(target: Target, root: Path = RESULTS) -> dict[str, str]:
-    """The committed lines of ``target`` (in ``root``) that today's code would not reproduce: line -> why."""
+def committed_names(target: Target, root: Path = RESULTS) -> tuple[object, list[str]]:
+    """(the target's experiment, its lines that have rows in ``root``'s committed summary.csv)."""
+    exp = experiment_of(target, 1)
     summary = root / target.out / "summary.csv"
     if not summary.exists():
-        return {}
-    exp = experiment_of(target, 1)
+        return exp, []
     present = set(pd.read_csv(summary, usecols=["mechanism"]).mechanism)
-    return stale_lines(summary.parent, {m: spec_of(exp, m) for m in exp.mechanisms if m in present})
+    return exp, [m for m in exp.mechanisms if m in present]
+
+
+def stale_report(target: Target, root: Path = RESULTS) -> dict[str, str]:
+    """The committed lines of ``target`` (in ``root``) that today's code would not reproduce: line -> why."""
+    exp, names = committed_names(target, root)
+    return stale_lines(root / target.out, {m: spec_of(exp, m) for m in names})
 
 
 def rerun_all(chosen: list[Target], names: list[str], n_jobs: int = -1) -> None:
@@ -464,12 +470,10 @@ def main() -> None:
         return
     if args.record_lines:
         for t in chosen:
-            summary = RESULTS / t.out / "summary.csv"
-            if summary.exists():
-                exp = experiment_of(t, 1)
-                present = set(pd.read_csv(summary, usecols=["mechanism"]).mechanism)
-                new = [m for m in exp.mechanisms if m in present and m not in read_lines(summary.parent)]
-                record_lines(exp, summary.parent, new)
+            exp, names = committed_names(t)
+            if names:
+                new = [m for m in names if m not in read_lines(RESULTS / t.out)]
+                record_lines(exp, RESULTS / t.out, new)
                 print(f"{t.out:32s} recorded {', '.join(new) or 'nothing new'}")
         return
     if args.add:

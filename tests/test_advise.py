@@ -185,3 +185,18 @@ def test_agreement_report_counts_first_choices():
     text = advise.agreement_report(frame)
     assert "| first choice = measured best | 67% | 33% |" in text
     assert "| regret <= 1.1 | 100% | 33% |" in text
+
+
+def test_the_time_budget_sets_the_trials():
+    """A pilot times each mechanism; the rest of --seconds sets its trials, between 3 and 30."""
+    tight = simulation.simulate(2000, 10, ZCDP(0.5), mechanisms=["gauss", "zero"], seconds=1e-6, n_jobs=1)
+    assert list(tight.trials) == [simulation.MIN_TRIALS] * 2
+    loose = simulation.simulate(2000, 10, ZCDP(0.5), mechanisms=["gauss", "zero"], seconds=60, n_jobs=1)
+    assert list(loose.trials) == [simulation.MAX_TRIALS] * 2  # cheap releases: the cap, long before 60 s
+
+
+def test_a_mechanism_that_cannot_run_says_why_instead_of_a_blank_row():
+    frame = advise.measured_advice(2000, 6, ZCDP(0.5), mechanisms=["gauss", "clip_gauss"], trials=2, n_jobs=1)
+    failed = frame.set_index("mechanism").loc["clip_gauss"]
+    assert failed.trials == 0 and "needs option(s) ['tau']" in failed.failed
+    assert "failed: ValueError: mechanism 'clip_gauss' needs option(s)" in advise.render_measured(frame)
