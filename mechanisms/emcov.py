@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 
 from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
+from .conditioned import complement_basis, householder_compression, sample_projection_chain
 from .gaussian import gaussian_sigma
 from .secular import compress_values, compress_vectors, rank_one_values, rank_one_vectors, sorted_values
 from .privacy import PureDP, ZCDP, Accountant
@@ -29,9 +29,15 @@ from .spectral import Spectral
 def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
                         subtract: np.ndarray | None = None, block: int | None = None,
                         eigen: tuple[np.ndarray, np.ndarray] | None = None,
-                        max_proposals: int = DEFAULT_MAX_PROPOSALS, steps: int | None = None) -> np.ndarray:
+                        max_proposals: int = DEFAULT_MAX_PROPOSALS, steps: int | None = None,
+                        method: str | None = None) -> np.ndarray:
     """Amin Algorithm 1, step 2: theta_1..theta_d (columns), theta_i ~ exp(eta_i u^T C_i u); with
     ``steps`` = k < d, only theta_1..theta_k (the algorithm stopped after k steps: a d x k result).
+
+    ``method``: "conditioned" (the projection's default: conditioned Gaussian proposals,
+    mechanisms/conditioned.py) or "eigenbasis" (KT's, and the projection's when ``block`` is
+    given: the chain of C_i's eigenvalues, the thetas accumulated in blocks). Both draw every
+    theta_i exactly from its conditional distribution; their random streams differ.
 
     Projection (default): C_i is C compressed to the orthogonal complement of theta_1..theta_(i-1)
     (step 2b-c), so the thetas are orthonormal. Kapralov–Talwar (``subtract`` = the noisy
@@ -54,7 +60,14 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     k = d if steps is None else int(steps)
     if not 1 <= k <= d:
         raise ValueError(f"steps must be an integer in [1, d = {d}], got {steps!r}")
+    if method is None:
+        method = "conditioned" if subtract is None and block is None else "eigenbasis"
+    if method not in ("conditioned", "eigenbasis") or (method == "conditioned" and subtract is not None):
+        raise ValueError(f"method must be 'conditioned' (projection only) or 'eigenbasis', got {method!r}")
     mu, basis = np.linalg.eigh(C) if eigen is None else eigen
+    if method == "conditioned":
+        return sample_projection_chain(mu, basis, np.asarray(etas, dtype=float)[:k], rng,
+                                       max_proposals=max_proposals)
     draws, updates, spectra = [], [], [mu]
     for i in range(k):
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]
@@ -133,33 +146,13 @@ def _next_basis(basis: np.ndarray, mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.nd
     """Projection: the block's thetas (basis Yt^T) and C_e's eigenbasis (d x q_e) from C_s's
     (``basis``, d x q_s): diag(mu_s) compressed to the complement of the block's thetas (rows of
     Yt), diagonalised afresh."""
-    k, q = Yt.shape
-    # Householder QR of the block's thetas in compact WY form, Q = H_1 ... H_k = I - V T V^T (T upper
-    # triangular, built column by column as LAPACK's dlarft does; tau_i = 0, H_i = I, is allowed);
-    # Q's last q - k columns span the complement.
-    qr, tau, _, info = scipy.linalg.lapack.dgeqrf(Yt.T)
-    if info:
-        raise np.linalg.LinAlgError("LAPACK geqrf failed on the block's thetas")
-    V = np.tril(qr, -1)
-    V[np.diag_indices(k)] = 1.0
-    VtV = V.T @ V
-    T = np.zeros((k, k))
-    for i in range(k):
-        T[i, i] = tau[i]
-        T[:i, i] = -tau[i] * (T[:i, :i] @ VtV[:i, i])
-    # Q^T D Q = D - G V^T - V G^T with G = D V T - V T^T (V^T D V) T / 2: its trailing block by one
-    # symmetric rank-2k update (lower triangle, what eigh reads).
-    DV = mu_s[:, None] * V
-    G = DV @ T - 0.5 * V @ (T.T @ (V.T @ DV) @ T)
-    M = scipy.linalg.blas.dsyr2k(-1.0, G[k:], V[k:], beta=1.0, c=np.diag(mu_s[k:]), lower=1, overwrite_c=1)
-    nu, E = np.linalg.eigh(M, UPLO="L")
+    k = Yt.shape[0]
+    qr, V, T, nu, E = householder_compression(mu_s, Yt)
     # basis Q = basis - (basis V) T V^T: the thetas are its first k columns times R (Yt^T = Q R), the
     # new basis its last q - k columns times E; the probe's coordinates in it are E^T (Q^T probe)[k:].
-    BV = basis @ V
-    TV2 = T @ V[k:].T
-    E = _aligned(nu, E, E.T @ (probe[k:] - TV2.T @ (V.T @ probe)), mu_s, mu_e)
-    thetas = (basis[:, :k] - BV @ (T @ V[:k].T)) @ np.triu(qr[:k])
-    return thetas, (basis[:, k:] - BV @ TV2) @ E
+    E = _aligned(nu, E, E.T @ (probe[k:] - (T @ V[k:].T).T @ (V.T @ probe)), mu_s, mu_e)
+    thetas = (basis[:, :k] - (basis @ V) @ (T @ V[:k].T)) @ np.triu(qr[:k])
+    return thetas, complement_basis(basis, V, T, E)
 
 
 def _next_eigenbasis_kt(mu_s, Yt, lambdas, mu_e, probe) -> np.ndarray:

@@ -1,0 +1,160 @@
+"""Amin et al. Algorithm 1's projection chain (theta_i ~ exp(eta_i u^T C u) on the unit sphere of the
+complement of theta_1..theta_(i-1)) without an eigenbasis per step: each draw is an exact rejection
+sample whose proposal is a Gaussian *conditioned* on the previous thetas.
+
+Kent, Ganeiber & Mardia's envelope for the Bingham density on the q-dimensional complement S is the
+angular central Gaussian (ACG) of N(0, Omega^-1) with Omega = gamma I - C_i, C_i = C compressed to S
+(mechanisms/bingham.py: Omega = I + 2 A / b, i.e. gamma = lambda_max(C_i) + b / (2 eta)). In C's
+eigenbasis (C = diag(mu)), that Gaussian is y ~ N(0, Sigma), Sigma = diag(1 / (gamma - mu)),
+conditioned on T y = 0 for the rows T of the previous thetas -- the precision of a Gaussian
+conditioned on a subspace is its precision compressed to that subspace. Kriging gives it in
+O(q i) per proposal: x = y - Sigma Z^T Z y, with Z = L^-1 T (Sigma-orthonormal rows, one
+Gram-Schmidt row per accepted theta). The acceptance ratio is exp(eta c) (gamma - c)^(q/2) with
+c = x^T C x / x^T x, bounded by its value at c* = gamma - q / (2 eta) clipped to C's spectrum.
+
+Gamma is fixed while Z grows (a new gamma would change Sigma). When the accepted fraction falls
+below a half (the top directions of C are gone, so the bound at lambda_max(C) is loose) or a step
+needs CAP proposals, a *phase* ends: C is compressed to the complement of the phase's thetas and
+diagonalised afresh (one eigh), and the next phase starts from that eigenbasis with Kent's gamma.
+A step abandoned after CAP proposals is drawn again from scratch (conditional on acceptance, a
+rejection sample has the target distribution whatever the number of tries, so abandoning and
+redrawing keeps every draw exact); a phase that cannot accept its first step draws it with
+Kent's sampler in the eigenbasis. Either way every theta_i has exactly Algorithm 1's
+distribution given theta_1..theta_(i-1).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+from numba import njit
+
+from .bingham import DEFAULT_MAX_PROPOSALS, acg_parameter, sample_bingham_eigen
+
+CONDITION = 100.0  # largest (gamma - min mu) / (gamma - max mu): keeps the kriging well conditioned
+CAP = 64  # proposals for one step before its phase ends
+
+
+@njit(cache=True, error_model="numpy")
+def _phase(mu, etas, gamma, rng, V, Z):
+    """Steps 0.. of one phase in the coordinates where C = diag(mu) (ascending): rows of V are the
+    accepted thetas, Z their Sigma-orthonormalised rows. Returns (steps accepted, proposals): it
+    stops after len(etas) steps, when a step needs more than CAP proposals (that step is dropped),
+    or when fewer than half the proposals so far were accepted."""
+    q0, k = len(mu), len(etas)
+    top, low = mu[q0 - 1], mu[0]
+    sigma = 1.0 / (gamma - mu)
+    scale = np.sqrt(sigma)
+    y, x, sv = np.empty(q0), np.empty(q0), np.empty(q0)
+    proposals = 0
+    for i in range(k):
+        q, eta = q0 - i, etas[i]
+        peak = min(max(gamma - q / (2.0 * eta), low), top)  # argmax of the log ratio over c
+        log_bound = eta * peak + 0.5 * q * math.log(gamma - peak)
+        tries = 0
+        while True:
+            tries += 1
+            if tries > CAP:
+                return i, proposals
+            proposals += 1
+            g = rng.standard_normal(q0)
+            log_u = math.log(rng.uniform())
+            for j in range(q0):
+                y[j] = scale[j] * g[j]
+            if i:  # kriging: x = y - Sigma Z^T (Z y)
+                w = np.dot(np.dot(Z[:i], y), Z[:i])
+                for j in range(q0):
+                    x[j] = y[j] - sigma[j] * w[j]
+            else:
+                x[:] = y
+            norm2 = quad = 0.0
+            for j in range(q0):
+                norm2 += x[j] * x[j]
+                quad += mu[j] * x[j] * x[j]
+            c = quad / norm2
+            if log_u < eta * c + 0.5 * q * math.log(gamma - c) - log_bound:
+                break
+        inv = 1.0 / math.sqrt(norm2)
+        for j in range(q0):
+            V[i, j] = x[j] * inv
+            sv[j] = sigma[j] * V[i, j]
+        # Gram-Schmidt in the Sigma inner product: Z's new row (v - Z^T l) / sqrt(v^T Sigma v - |l|^2)
+        vsv = np.dot(V[i], sv)
+        if i:
+            coefficients = np.dot(Z[:i], sv)
+            projection = np.dot(coefficients, Z[:i])
+            norm = 1.0 / math.sqrt(vsv - np.dot(coefficients, coefficients))
+            for j in range(q0):
+                Z[i, j] = (V[i, j] - projection[j]) * norm
+        else:
+            norm = 1.0 / math.sqrt(vsv)
+            for j in range(q0):
+                Z[i, j] = V[i, j] * norm
+        if proposals > 2 * (i + 1) + 8:
+            return i + 1, proposals
+    return k, proposals
+
+
+def kent_gamma(mu: np.ndarray, eta: float) -> float:
+    """Gamma of Kent's ACG envelope for exp(eta u^T diag(mu) u), raised to keep the condition number
+    of Sigma = diag(1 / (gamma - mu)) at most CONDITION."""
+    top, low = float(mu[-1]), float(mu[0])
+    floor = top + (top - low) / (CONDITION - 1)
+    if eta <= 0:  # uniform: any gamma; a large one makes the kriging a Euclidean projection
+        return top + max(top - low, abs(top), 1.0) * 1e6
+    return max(top + acg_parameter(eta * (top - mu)) / (2 * eta), floor)
+
+
+def householder_compression(mu: np.ndarray, Yt: np.ndarray):
+    """diag(mu) compressed to the complement of the orthonormal rows of Yt (k x q), through the
+    Householder QR of Yt^T in compact WY form, Q = I - V T V^T (T upper triangular, built column by
+    column as LAPACK's dlarft does; tau_i = 0 is allowed); Q's last q - k columns span the
+    complement. Returns (qr, V, T, nu, E): the compression in that basis is E diag(nu) E^T."""
+    k, q = Yt.shape
+    qr, tau, _, info = scipy.linalg.lapack.dgeqrf(Yt.T)
+    if info:
+        raise np.linalg.LinAlgError("LAPACK geqrf failed on the block's thetas")
+    V = np.tril(qr, -1)
+    V[np.diag_indices(k)] = 1.0
+    VtV = V.T @ V
+    T = np.zeros((k, k))
+    for i in range(k):
+        T[i, i] = tau[i]
+        T[:i, i] = -tau[i] * (T[:i, :i] @ VtV[:i, i])
+    # Q^T D Q = D - G V^T - V G^T with G = D V T - V T^T (V^T D V) T / 2: its trailing block by one
+    # symmetric rank-2k update (lower triangle, what eigh reads).
+    DV = mu[:, None] * V
+    G = DV @ T - 0.5 * V @ (T.T @ (V.T @ DV) @ T)
+    M = scipy.linalg.blas.dsyr2k(-1.0, G[k:], V[k:], beta=1.0, c=np.diag(mu[k:]), lower=1, overwrite_c=1)
+    nu, E = np.linalg.eigh(M, UPLO="L")
+    return qr, V, T, nu, E
+
+
+def complement_basis(basis: np.ndarray, V: np.ndarray, T: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """basis Q[:, k:] E, Q = I - V T V^T: the compression's eigenvectors in the original coordinates."""
+    k = T.shape[0]
+    return (basis[:, k:] - (basis @ V) @ (T @ V[k:].T)) @ E
+
+
+def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,
+                            max_proposals: int = DEFAULT_MAX_PROPOSALS) -> np.ndarray:
+    """theta_1..theta_k (columns, k = len(etas)) of Algorithm 1's projection chain for C = basis
+    diag(mu) basis^T (mu ascending), theta_i ~ exp(etas[i] u^T C_i u)."""
+    d, k = basis.shape[0], len(etas)
+    etas = np.ascontiguousarray(etas, dtype=float)
+    thetas = np.empty((d, k))
+    done = 0
+    while done < k:
+        q = len(mu)
+        rows, Z = np.empty((k - done, q)), np.empty((k - done, q))
+        m, _ = _phase(mu, etas[done:], kent_gamma(mu, etas[done]), rng, rows, Z)
+        if m == 0:  # a concentrated first step: Kent's sampler in the eigenbasis
+            rows[0] = sample_bingham_eigen(-etas[done] * mu, rng, 1, max_proposals=max_proposals)[0][0]
+            m = 1
+        thetas[:, done:done + m] = basis @ rows[:m].T
+        done += m
+        if done < k:  # the next phase: C compressed to the complement of this phase's thetas
+            _, V, T, mu, E = householder_compression(mu, rows[:m])
+            basis = complement_basis(basis, V, T, E)
+    return thetas
