@@ -113,33 +113,35 @@ def check_rows(experiment: Experiment, store: ResultsStore, frame: pd.DataFrame)
                              f"output_dir=... or delete that directory")
 
 
-def run_trials(experiment: Experiment, instance: Instance | None, point: dict, trials: list[int],
-               pending: dict[int, list[str]], plugins: tuple = ()) -> list[dict]:
-    """One task: some trials of one grid point, each running its pending mechanisms (instance None:
-    a resampled dataset, built here for each trial). ``plugins``: modules registering plug-in
-    mechanisms by short name, imported first (a worker process has not imported them yet)."""
+def run_trials(experiment: Experiment, instance: Instance | None, points: list[dict], trials: list[int],
+               pending: dict[tuple[int, int], list[str]], plugins: tuple = ()) -> list[dict]:
+    """One task: some trials of grid points that share their data parameters, each (point, trial)
+    running its pending mechanisms, ``pending[(index in points, trial)]`` (instance None: a
+    resampled dataset, built here once per trial for all the points). ``plugins``: modules
+    registering plug-in mechanisms by short name, imported first (a worker has not imported them)."""
     import_plugins(plugins)
     rows = []
     with threadpool_limits(limits=1):  # one level of parallelism; also makes BLAS deterministic
         for trial in trials:
-            trial_instance = instance or build_instance(experiment, point, trial)
+            trial_instance = instance or build_instance(experiment, points[0], trial)
             problem = trial_instance.problem
-            for name in pending[trial]:
-                line, budget = experiment.line(name), experiment.budget(name, point)
-                rng = generator(experiment.seed, "trial", experiment.dataset, *params_key(point),
-                                trial, name)
-                start = time.perf_counter()
-                estimate, accountant = release(line.mechanism, problem, budget, rng, options=line.options,
-                                               clamp=experiment.clamp_eigenvalues)
-                seconds = time.perf_counter() - start
-                row = {"experiment": experiment.name, **run_identity(experiment, point, name, trial),
-                       "budget": str(budget), "spent": str(accountant.spent),
-                       "released": accountant.released, **trial_instance.info}
-                for metric in experiment.metrics:
-                    row[f"err_{metric}"] = evaluate(metric, estimate, trial_instance.truth, problem.sigma,
-                                                    problem.ridge)
-                row["seconds"] = seconds
-                rows.append(row)
+            for index, point in enumerate(points):
+                for name in pending.get((index, trial), ()):
+                    line, budget = experiment.line(name), experiment.budget(name, point)
+                    rng = generator(experiment.seed, "trial", experiment.dataset, *params_key(point),
+                                    trial, name)
+                    start = time.perf_counter()
+                    estimate, accountant = release(line.mechanism, problem, budget, rng, options=line.options,
+                                                   clamp=experiment.clamp_eigenvalues)
+                    seconds = time.perf_counter() - start
+                    row = {"experiment": experiment.name, **run_identity(experiment, point, name, trial),
+                           "budget": str(budget), "spent": str(accountant.spent),
+                           "released": accountant.released, **trial_instance.info}
+                    for metric in experiment.metrics:
+                        row[f"err_{metric}"] = evaluate(metric, estimate, trial_instance.truth, problem.sigma,
+                                                        problem.ridge)
+                    row["seconds"] = seconds
+                    rows.append(row)
     return rows
 
 
@@ -220,19 +222,28 @@ def plan(experiment: Experiment, done: set[tuple]):
 
 
 def _tasks(experiment: Experiment, work, chunk: int):
-    """Lazily build each dataset instance once, then yield its trial chunks (grid order)."""
+    """Lazily build each dataset instance once, then yield its trial chunks (grid order). A
+    resampled dataset is built in the worker, once per trial for every grid point that shares its
+    data parameters (e.g. all the budgets of a data point): those points go in one task."""
     cache_key, instance = None, None
     plugins = tuple(plugin_modules(experiment.line(m).mechanism for m in experiment.mechanisms))
+    groups: dict[tuple, list] = {}
     for point, pending in work:
         key = params_key(data_params(experiment.dataset, point))
         if resampled(experiment, point):
-            cache_key, instance = None, None  # built per trial in the worker
-        elif key != cache_key:
-            cache_key, instance = key, build_instance(experiment, point)
-        trials = sorted(pending)
+            groups.setdefault(key, []).append((point, pending))
+        else:
+            groups[(key, len(groups))] = [(point, pending)]
+    for key, items in groups.items():
+        points = [point for point, _ in items]
+        if not resampled(experiment, points[0]) and key[0] != cache_key:
+            cache_key, instance = key[0], build_instance(experiment, points[0])
+        trials = sorted({t for _, pending in items for t in pending})
         for i in range(0, len(trials), chunk):
             part = trials[i:i + chunk]
-            yield delayed(run_trials)(experiment, instance, point, part, {t: pending[t] for t in part}, plugins)
+            pending = {(index, t): p[t] for index, (_, p) in enumerate(items) for t in part if t in p}
+            yield delayed(run_trials)(experiment, None if resampled(experiment, points[0]) else instance,
+                                      points, part, pending, plugins)
 
 
 def in_experiment(experiment: Experiment, frame: pd.DataFrame) -> pd.Series:

@@ -143,6 +143,7 @@ def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray,
     diag(mu) basis^T (mu ascending), theta_i ~ exp(etas[i] u^T C_i u)."""
     d, k = basis.shape[0], len(etas)
     etas = np.ascontiguousarray(etas, dtype=float)
+    mu = np.array(mu, dtype=float)  # writeable (a read-only array would compile _phase a second time)
     thetas = np.empty((d, k))
     done = 0
     while done < k:

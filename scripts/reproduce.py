@@ -41,7 +41,6 @@ import numpy as np
 import pandas as pd
 import yaml
 from joblib import cpu_count
-from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,9 +48,8 @@ sys.path.insert(0, str(ROOT))
 from experiments.config import budget_from_params, compose_experiment  # noqa: E402
 from experiments.fingerprint import fingerprint, read_lines, stale_lines, write_lines  # noqa: E402
 from experiments.instances import SPECTRUM_FILE, build_instance, data_params, resampled, spectra_frame  # noqa: E402
-from experiments.runner import in_experiment, line_spec, run_experiment  # noqa: E402
+from experiments.runner import in_experiment, line_spec, run_experiment, run_trials  # noqa: E402
 from experiments.seeding import canonical, params_key  # noqa: E402
-from mechanisms import release  # noqa: E402
 from mechanisms.privacy import budget_guaranteeing  # noqa: E402
 from mechanisms.registry import get_mechanism  # noqa: E402
 from figures.bounds import STEM, plot_bounds  # noqa: E402
@@ -185,29 +183,34 @@ def missing_experiment(target: Target, plan: Plan, n_jobs: int = -1):
     return experiment_of(target, n_jobs, (f"mechanisms=[{','.join(plan.missing)}]",), plan.partial)
 
 
-_RELEASE_SECONDS: dict[tuple, float] = {}
+_RUN_SECONDS: dict[tuple, float] = {}
+_BUILD_SECONDS: dict[tuple, float] = {}
 
 
-def release_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
-    """Seconds of one release of each line in ``names`` at ``point``, measured now as a worker runs it
-    (one BLAS thread; a line's first measurement in this process follows a warm-up release, for JIT
-    compilation); measured once per line and data parameters (the budget barely moves the cost), on
-    one instance built for all the lines."""
-    data_key = params_key(data_params(exp.dataset, point))
+def run_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
+    """Seconds of one run of each line in ``names`` at ``point`` -- the release and its error metrics,
+    measured now as a worker runs them (experiments.runner.run_trials, one BLAS thread; a line's
+    first measurement in this process follows a warm-up run, for JIT compilation); measured once
+    per line and data parameters (the budget barely moves the cost), on one instance built for all
+    the lines. The instance's build time is kept too (``build_seconds``)."""
+    data_key = (exp.dataset, params_key(data_params(exp.dataset, point)))
     keys = {name: (exp.dataset, line_spec(exp, name)) for name in names}
-    unmeasured = [name for name in names if (*keys[name], data_key) not in _RELEASE_SECONDS]
+    unmeasured = [name for name in names if (*keys[name], data_key) not in _RUN_SECONDS]
     if unmeasured:
+        start = time.perf_counter()
         instance = build_instance(exp, point, 0 if resampled(exp, point) else None)
-        with threadpool_limits(limits=1):
-            for name in unmeasured:
-                line, budget = exp.line(name), exp.budget(name, point)
-                for _ in range(1 if keys[name] in _RELEASE_SECONDS else 2):  # the first: a warm-up
-                    start = time.perf_counter()
-                    release(line.mechanism, instance.problem, budget, np.random.default_rng(0),
-                            options=line.options, clamp=exp.clamp_eigenvalues)
-                _RELEASE_SECONDS[(*keys[name], data_key)] = _RELEASE_SECONDS[keys[name]] = \
-                    time.perf_counter() - start
-    return {name: _RELEASE_SECONDS[(*keys[name], data_key)] for name in names}
+        _BUILD_SECONDS[data_key] = time.perf_counter() - start
+        for name in unmeasured:
+            for _ in range(1 if keys[name] in _RUN_SECONDS else 2):  # the first: a warm-up
+                start = time.perf_counter()
+                run_trials(exp, instance, [point], [0], {(0, 0): [name]})
+            _RUN_SECONDS[(*keys[name], data_key)] = _RUN_SECONDS[keys[name]] = time.perf_counter() - start
+    return {name: _RUN_SECONDS[(*keys[name], data_key)] for name in names}
+
+
+def build_seconds(exp, point: dict) -> float:
+    """Seconds to build ``point``'s dataset instance (after ``run_seconds`` at a point with its data)."""
+    return _BUILD_SECONDS[(exp.dataset, params_key(data_params(exp.dataset, point)))]
 
 
 def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS,
@@ -215,7 +218,8 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     """(runs done, runs in total, estimated wall seconds left): committed complete lines count as
     done; the other lines count what their partial results.csv holds. The time left is each
     missing run's cost -- the mean seconds of the line's runs in partial/ if it has any, else one
-    release measured now (``release_seconds``) -- over the worker processes."""
+    run measured now (``run_seconds``; plus, for a resampled dataset, its build once per trial and
+    data point) -- over the worker processes."""
     plan = plan_target(target, out_root=out_root, base_root=base_root)
     exp = plan.experiment
     total = exp.total_runs()
@@ -235,9 +239,14 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
         else:
             unmeasured.append(name)
     if unmeasured:
+        built = set()
         for point in grid:
-            costs = release_seconds(exp, unmeasured, point)
+            costs = run_seconds(exp, unmeasured, point)
             seconds += sum(exp.trials_for(name) * costs[name] for name in unmeasured)
+            data_key = params_key(data_params(exp.dataset, point))
+            if resampled(exp, point) and data_key not in built:  # built once per trial in the workers
+                built.add(data_key)
+                seconds += max(exp.trials_for(name) for name in unmeasured) * build_seconds(exp, point)
     workers = cpu_count() if n_jobs < 0 else min(n_jobs, cpu_count())
     return min(done, total), total, seconds / workers
 

@@ -33,9 +33,9 @@ def test_a_committed_figure_is_complete_and_tables_render():
 
 
 def test_status_from_scratch_counts_nothing_as_done(capsys, monkeypatch):
-    """Every run of the target is left, each at the measured cost (stubbed here: 0.1 s per release;
+    """Every run of the target is left, each at the measured cost (stubbed here: 0.1 s per run;
     the measurement itself is exercised in the next test)."""
-    monkeypatch.setattr(reproduce, "release_seconds", lambda exp, names, point: dict.fromkeys(names, 0.1))
+    monkeypatch.setattr(reproduce, "run_seconds", lambda exp, names, point: dict.fromkeys(names, 0.1))
     monkeypatch.setattr("sys.argv", ["reproduce.py", "--status", "--from-scratch", "--n-jobs", "1", "fig3a"])
     reproduce.main()
     printed = capsys.readouterr().out
