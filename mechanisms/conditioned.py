@@ -159,3 +159,124 @@ def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray,
             _, V, T, mu, E = householder_compression(mu, rows[:m])
             basis = complement_basis(basis, V, T, E)
     return thetas
+
+
+
+# --- Kapralov-Talwar: C_(i+1) = C_i - lambda^_i theta_i theta_i^T on the whole sphere ---------------
+# In a phase's coordinates C_i = diag(mu) - T_P^T Lambda_P T_P + T_N^T |Lambda_N| T_N (rows T of the
+# phase's thetas, split by the sign of lambda^). The proposal is Kent's ACG for the positive part,
+# Omega = gamma I - diag(mu) + T_P^T Lambda_P T_P: the posterior precision of x ~ N(0, Sigma) observed
+# through T_P x + e = 0, e ~ N(0, Lambda_P^-1), sampled by Matheron's rule x = x0 - Sigma T_P^T Cap^-1
+# (T_P x0 + e) with Cap = Lambda_P^-1 + T_P Sigma T_P^T = L L^T and Z = L^-1 T_P (one row per positive
+# step). The negative part only raises the density, by at most exp(eta sum |lambda^_N|) (its
+# quadratic form on the unit sphere is at most the trace), which the bound absorbs.
+
+@njit(cache=True, error_model="numpy")
+def _phase_subtract(mu, etas, lambdas, gamma, rng, T, Z, L):
+    """KT steps 0.. of one phase where C = diag(mu): rows of T are the accepted thetas. Returns
+    (steps accepted, proposals), stopping as _phase does."""
+    d, k = len(mu), len(etas)
+    top = mu[d - 1]
+    sigma = 1.0 / (gamma - mu)
+    scale = np.sqrt(sigma)
+    x, st, a = np.empty(d), np.empty(d), np.empty(k)
+    weight = np.empty(k)  # 1 / sqrt(lambda^) of the positive steps, in Z's row order
+    positive = 0
+    negative_mass = 0.0
+    proposals = 0
+    for i in range(k):
+        eta = etas[i]
+        peak = min(gamma - d / (2.0 * eta), top)
+        log_bound = eta * peak + 0.5 * d * math.log(gamma - peak) + eta * negative_mass
+        tries = 0
+        while True:
+            tries += 1
+            if tries > CAP:
+                return i, proposals
+            proposals += 1
+            g = rng.standard_normal(d)
+            noise = rng.standard_normal(positive)
+            log_u = math.log(rng.uniform())
+            for j in range(d):
+                x[j] = scale[j] * g[j]
+            if positive:  # Matheron: a = Z x0 + L^-1 e, x = x0 - Sigma Z^T a
+                zx = np.dot(Z[:positive], x)
+                for r in range(positive):  # forward substitution
+                    total = noise[r] * weight[r]
+                    for c in range(r):
+                        total -= L[r, c] * a[c]
+                    a[r] = total / L[r, r]
+                for r in range(positive):
+                    a[r] += zx[r]
+                w = np.dot(a[:positive], Z[:positive])
+                for j in range(d):
+                    x[j] -= sigma[j] * w[j]
+            norm2 = quad = 0.0
+            for j in range(d):
+                norm2 += x[j] * x[j]
+                quad += mu[j] * x[j] * x[j]
+            c_positive = quad
+            c_all = quad
+            if i:  # the previous thetas' terms of x^T C_i x
+                tx = np.dot(T[:i], x)
+                for r in range(i):
+                    term = lambdas[r] * tx[r] * tx[r]
+                    c_all -= term
+                    if lambdas[r] > 0:
+                        c_positive -= term
+            c_positive /= norm2
+            c_all /= norm2
+            if log_u < eta * c_all + 0.5 * d * math.log(gamma - c_positive) - log_bound:
+                break
+        inv = 1.0 / math.sqrt(norm2)
+        for j in range(d):
+            T[i, j] = x[j] * inv
+            st[j] = sigma[j] * T[i, j]
+        lam = lambdas[i]
+        if lam > 0:  # Cap grows by one row: l = Z Sigma t, L's new row (l, sqrt(1/lam + t Sigma t - |l|^2))
+            tst = np.dot(T[i], st)
+            if positive:
+                l = np.dot(Z[:positive], st)
+                projection = np.dot(l, Z[:positive])
+                diagonal = math.sqrt(1.0 / lam + tst - np.dot(l, l))
+                for c in range(positive):
+                    L[positive, c] = l[c]
+                for j in range(d):
+                    Z[positive, j] = (T[i, j] - projection[j]) / diagonal
+            else:
+                diagonal = math.sqrt(1.0 / lam + tst)
+                for j in range(d):
+                    Z[0, j] = T[i, j] / diagonal
+            L[positive, positive] = diagonal
+            weight[positive] = 1.0 / math.sqrt(lam)
+            positive += 1
+        elif lam < 0:
+            negative_mass -= lam
+        if proposals > 2 * (i + 1) + 8:
+            return i + 1, proposals
+    return k, proposals
+
+
+def sample_subtract_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray, lambdas: np.ndarray,
+                          rng: np.random.Generator, *, max_proposals: int = DEFAULT_MAX_PROPOSALS) -> np.ndarray:
+    """theta_1..theta_k (columns) of Kapralov-Talwar's chain for C = basis diag(mu) basis^T:
+    theta_i ~ exp(etas[i] u^T C_i u) on the whole sphere, C_(i+1) = C_i - lambdas[i] theta_i theta_i^T."""
+    d, k = basis.shape[0], len(etas)
+    etas = np.ascontiguousarray(etas, dtype=float)
+    lambdas = np.ascontiguousarray(lambdas[:k], dtype=float)
+    mu = np.array(mu, dtype=float)
+    thetas = np.empty((d, k))
+    done = 0
+    while done < k:
+        rows, Z, L = np.empty((k - done, d)), np.empty((k - done, d)), np.zeros((k - done, k - done))
+        m, _ = _phase_subtract(mu, etas[done:], lambdas[done:], kent_gamma(mu, etas[done]), rng, rows, Z, L)
+        if m == 0:  # a concentrated first step: Kent's sampler in the eigenbasis
+            rows[0] = sample_bingham_eigen(-etas[done] * mu, rng, 1, max_proposals=max_proposals)[0][0]
+            m = 1
+        thetas[:, done:done + m] = basis @ rows[:m].T
+        if done + m < k:  # the next phase: C_i = diag(mu) - sum lambda^ t t^T, diagonalised afresh
+            update = np.diag(mu) - (rows[:m].T * lambdas[done:done + m]) @ rows[:m]
+            mu, E = np.linalg.eigh(update)
+            basis = basis @ E
+        done += m
+    return thetas

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
-from .conditioned import complement_basis, householder_compression, sample_projection_chain
+from .conditioned import complement_basis, householder_compression, sample_projection_chain, sample_subtract_chain
 from .gaussian import gaussian_sigma
 from .secular import compress_values, compress_vectors, rank_one_values, rank_one_vectors, sorted_values
 from .privacy import PureDP, ZCDP, Accountant
@@ -34,10 +34,10 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     """Amin Algorithm 1, step 2: theta_1..theta_d (columns), theta_i ~ exp(eta_i u^T C_i u); with
     ``steps`` = k < d, only theta_1..theta_k (the algorithm stopped after k steps: a d x k result).
 
-    ``method``: "conditioned" (the projection's default: conditioned Gaussian proposals,
-    mechanisms/conditioned.py) or "eigenbasis" (KT's, and the projection's when ``block`` is
-    given: the chain of C_i's eigenvalues, the thetas accumulated in blocks). Both draw every
-    theta_i exactly from its conditional distribution; their random streams differ.
+    ``method``: "conditioned" (the default: conditioned Gaussian proposals, mechanisms/conditioned.py)
+    or "eigenbasis" (the default when ``block`` is given: the chain of C_i's eigenvalues, the thetas
+    accumulated in blocks). Both draw every theta_i exactly from its conditional distribution;
+    their random streams differ.
 
     Projection (default): C_i is C compressed to the orthogonal complement of theta_1..theta_(i-1)
     (step 2b-c), so the thetas are orthonormal. Kapralov–Talwar (``subtract`` = the noisy
@@ -61,13 +61,16 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
     if not 1 <= k <= d:
         raise ValueError(f"steps must be an integer in [1, d = {d}], got {steps!r}")
     if method is None:
-        method = "conditioned" if subtract is None and block is None else "eigenbasis"
-    if method not in ("conditioned", "eigenbasis") or (method == "conditioned" and subtract is not None):
-        raise ValueError(f"method must be 'conditioned' (projection only) or 'eigenbasis', got {method!r}")
+        method = "conditioned" if block is None else "eigenbasis"
+    if method not in ("conditioned", "eigenbasis"):
+        raise ValueError(f"method must be 'conditioned' or 'eigenbasis', got {method!r}")
     mu, basis = np.linalg.eigh(C) if eigen is None else eigen
-    if method == "conditioned":
+    if method == "conditioned" and subtract is None:
         return sample_projection_chain(mu, basis, np.asarray(etas, dtype=float)[:k], rng,
                                        max_proposals=max_proposals)
+    if method == "conditioned":
+        return sample_subtract_chain(mu, basis, np.asarray(etas, dtype=float)[:k], np.asarray(subtract), rng,
+                                     max_proposals=max_proposals)
     draws, updates, spectra = [], [], [mu]
     for i in range(k):
         u = sample_bingham_eigen(-etas[i] * mu, rng, 1, max_proposals=max_proposals)[0][0]

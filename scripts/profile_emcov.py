@@ -5,7 +5,12 @@ it), against the floor of what the algorithm must do, as multiples of one eigh o
 
 One BLAS thread (as a worker runs it), C's eigh computed beforehand (shared by every release of a
 problem, as in scripts/benchmark.py). Parts, from cProfile's own time per function (the best of
-``--repeat`` releases):
+``--repeat`` releases). The projection (EMCov, AD, IT-U) by conditioned proposals (mechanisms/conditioned.py):
+  kriged draws     _phase: every draw, its proposals conditioned on the previous thetas (numba)
+  fresh bases      householder_compression / complement_basis: C compressed to the complement of a
+                   phase's thetas, diagonalised afresh, and the new basis (when a phase ends)
+  theta products   sample_projection_chain's own time: basis x the phase's thetas
+KT (and the projection with method="eigenbasis"), by the chain of C_i's eigenvalues:
   draws            sample_bingham_eigen: the d exponential-mechanism draws (Bingham, rejection sampling)
   secular chain    compress_values / sorted_values (rank_one_values for KT): the eigenvalues of C_(i+1)
   step vectors     compress_vectors (rank_one_vectors): W_i, C_(i+1)'s eigenvectors in C_i's basis
@@ -35,6 +40,8 @@ from data.synthetic import synthetic_zipf  # noqa: E402
 from mechanisms import CovProblem, PureDP, ZCDP, release  # noqa: E402
 
 PARTS = {
+    "kriged draws": ("_phase",),
+    "fresh bases": ("householder_compression", "complement_basis"),
     "draws": ("sample_bingham_eigen",),
     "secular chain": ("compress_values", "sorted_values", "rank_one_values"),
     "step vectors": ("compress_vectors", "rank_one_vectors"),
@@ -82,6 +89,10 @@ def profile(d: int, mechanism: str, repeat: int) -> str:
         # a part's time: the cumulative time of its functions (they call only numpy/numba below them)
         parts[part] = sum(own.get(f"cum:{n}", 0.0) for n in names)
     parts["block products"] -= parts["step vectors"]  # _accumulate_block calls the step vectors
+    if parts["block bases"]:  # the eigenbasis chain: _next_basis calls the fresh bases' functions
+        parts["fresh bases"] = 0.0
+    parts["theta products"] = own.get("sample_projection_chain", 0.0)
+    parts = {part: value for part, value in parts.items() if value > 0}
     parts["the rest"] = best - sum(parts.values())
     floor = eigh + (d**3 / 3 + 2 * d**3) / (2 * d**3 / gemm)
     lines = [f"d = {d}, {mechanism}: one release {plain:.3f} s = {plain / eigh:.1f} x eigh ({eigh * 1e3:.1f} ms); "

@@ -511,7 +511,7 @@ def main() -> None:
           f"per-release costs measured now)")
     if args.status:
         return
-    start = time.perf_counter()
+    start = time.perf_counter()  # (after the status pass above)
     for t in chosen:
         done, total, seconds = progress(t, out_root, n_jobs=args.n_jobs)
         if done == total and (out_root == RESULTS or (out_root / t.out / "summary.csv").exists()):
@@ -519,7 +519,10 @@ def main() -> None:
         left -= seconds
         print(f"\n=== {t.out}: {total - done} runs (~{seconds / 60:.0f} min; then ~{left / 60:.0f} min for the rest)",
               flush=True)
+        began = time.perf_counter()
         complete_target(t, args.n_jobs, out_root)
+        print(f"=== {t.out}: done in {(time.perf_counter() - began) / 60:.1f} min (estimated {seconds / 60:.1f}); "
+              f"{(time.perf_counter() - start) / 60:.1f} min since the start", flush=True)
     print(f"\nall targets complete ({(time.perf_counter() - start) / 60:.1f} min)")
     if out_root == RESULTS:
         rebuild_tables()

@@ -63,6 +63,39 @@ def test_every_fallback_keeps_the_distribution(monkeypatch, cap):
     assert max_z(C, etas, trials=2000) < 4.5
 
 
+def kt_eigh_per_step(C, etas, subtract, rng):
+    """Kapralov-Talwar as written: an eigh of C_i and Kent's sampler per step, C_(i+1) = C_i - lambda^ t t^T."""
+    thetas = []
+    for eta, lam in zip(etas, subtract):
+        mu, vectors = np.linalg.eigh(C)
+        theta = vectors @ sample_bingham_eigen(-eta * mu, rng, 1)[0][0]
+        thetas.append(theta)
+        C = C - lam * np.outer(theta, theta)
+    return np.array(thetas).T
+
+
+@pytest.mark.parametrize("case, subtract", [("flat", [3.0, 2.5, 2.0, 1.5, 1.0]),
+                                             ("concentrated, adaptive etas", [20.0, -6.0, 1.0, 0.5, -3.0]),
+                                             ("repeated eigenvalues", [9.0, 4.0, -1.0, 0.0, 0.0])])
+def test_kapralov_talwar_same_distribution_as_the_pseudocode(case, subtract):
+    """Positive, negative and zero subtractions (noisy eigenvalues can be any of them)."""
+    C, etas = CASES[case]
+    subtract = np.array(subtract)
+    m1, s1 = outer_moments(lambda rng: sample_eigenvectors(C, etas, rng, subtract=subtract), 3000, 1)
+    m2, s2 = outer_moments(lambda rng: kt_eigh_per_step(C, etas, subtract, rng), 3000, 2)
+    assert np.max(np.abs(m1 - m2) / np.sqrt(s1**2 + s2**2 + 1e-12)) < 4.5
+
+
+def test_kapralov_talwar_fallbacks_keep_the_distribution(monkeypatch):
+    monkeypatch.setattr(conditioned, "CAP", 1)
+    monkeypatch.setattr(conditioned, "_phase_subtract", conditioned._phase_subtract.py_func)
+    C, etas = CASES["concentrated, adaptive etas"]
+    subtract = np.array([20.0, -6.0, 1.0, 0.5, -3.0])
+    m1, s1 = outer_moments(lambda rng: sample_eigenvectors(C, etas, rng, subtract=subtract), 2000, 1)
+    m2, s2 = outer_moments(lambda rng: kt_eigh_per_step(C, etas, subtract, rng), 2000, 2)
+    assert np.max(np.abs(m1 - m2) / np.sqrt(s1**2 + s2**2 + 1e-12)) < 4.5
+
+
 def test_thetas_orthonormal_and_reproducible_at_d_300():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((2000, 300)) * (1.0 / np.arange(1, 301)) ** 0.7
@@ -87,5 +120,3 @@ def test_method_is_checked():
     C = np.eye(3)
     with pytest.raises(ValueError, match="method"):
         sample_eigenvectors(C, np.ones(3), np.random.default_rng(0), method="fast")
-    with pytest.raises(ValueError, match="projection only"):
-        sample_eigenvectors(C, np.ones(3), np.random.default_rng(0), subtract=np.ones(3), method="conditioned")
