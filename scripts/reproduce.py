@@ -12,6 +12,8 @@ the generated tables at the end of REPRODUCTION.md from the summaries.
     python scripts/reproduce.py --add mypkg.cov:my_mech --out results_mine/
                                                   every figure with your mechanism's line added
     python scripts/reproduce.py --record-lines    record the fingerprints of committed lines that have none
+    python scripts/reproduce.py --compare ../clone/results   every committed line against another results
+                                                  tree (a regeneration): identical cells, z-scores
 
 A target is complete when its summary.csv has every (mechanism, grid point) at the paper's trial
 count and no line is stale: results/<target>/lines.json records each committed line's fingerprint
@@ -273,6 +275,43 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
 RERUN = "rerun"  # <target>/partial/rerun/<line>/: a committed line run afresh (not committed)
 
 
+def z_scores(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFrame:
+    """old and new summary rows paired on ``keys``, with z = (mean_new - mean_old) / combined standard
+    error of ``metric`` and the relative change."""
+    pair = old.merge(new, on=keys, suffixes=("_old", "_new"), validate="one_to_one")
+    se = np.sqrt(pair[f"{metric}_sem_old"] ** 2 + pair[f"{metric}_sem_new"] ** 2)
+    diff = pair[f"{metric}_mean_new"] - pair[f"{metric}_mean_old"]
+    pair["z"] = np.where(se > 0, diff / se.where(se > 0, 1.0), np.where(diff == 0, 0.0, np.inf))
+    pair["relative"] = diff / pair[f"{metric}_mean_old"]
+    return pair
+
+
+def compare(chosen: list[Target], other: Path) -> list[str]:
+    """Each committed line of ``chosen`` against the same line in another results tree (e.g. a
+    from-scratch run): cells, how many are identical, max |z|, the share beyond |z| = 2, the largest
+    relative change (a regeneration with unchanged code gives identical means; a change that keeps
+    the distribution gives z-scores within noise: ~5 % beyond 2)."""
+    lines = [f"{'target':26s} {'line':18s} {'cells':>5s} {'same':>5s} {'max|z|':>7s} {'|z|>2':>6s} {'max rel':>8s}"]
+    for t in chosen:
+        mine, theirs = RESULTS / t.out / "summary.csv", other / t.out / "summary.csv"
+        if not (mine.exists() and theirs.exists()):
+            lines.append(f"{t.out:26s} (missing in {'results/' if not mine.exists() else other})")
+            continue
+        exp = experiment_of(t)
+        old, new = pd.read_csv(mine), pd.read_csv(theirs)
+        metric = _count_column(old)[:-len("_count")]
+        keys = ["mechanism", *exp.param_names()]
+        for name in exp.mechanisms:
+            pair = z_scores(old[old.mechanism == name], new[new.mechanism == name], keys, metric)
+            if pair.empty:
+                continue
+            z = pair.z.abs()
+            same = int((pair[f"{metric}_mean_old"] == pair[f"{metric}_mean_new"]).sum())
+            lines.append(f"{t.out:26s} {name:18s} {len(pair):5d} {same:5d} {z.max():7.2f} {(z > 2).mean():6.1%} "
+                         f"{pair.relative.abs().max():8.1%}")
+    return lines
+
+
 def rerun_line(target: Target, name: str, n_jobs: int = -1, root: Path = RESULTS) -> pd.DataFrame:
     """Run the committed line ``name`` of ``target`` afresh (after a change to its mechanism that
     must not change its distribution), into <target>/partial/rerun/<line> (an interrupted re-run
@@ -290,13 +329,9 @@ def rerun_line(target: Target, name: str, n_jobs: int = -1, root: Path = RESULTS
     old = pd.read_csv(committed_path)
     metric = _count_column(old)[:-len("_count")]
     keys = ["mechanism", *plan.experiment.param_names()]
-    pair = old[old.mechanism == name].merge(new, on=keys, suffixes=("_old", "_new"), validate="one_to_one")
+    pair = z_scores(old[old.mechanism == name], new, keys, metric)
     if len(pair) != len(new):
         raise ValueError(f"{target.out}: the re-run's grid does not match the committed line {name!r}")
-    se = np.sqrt(pair[f"{metric}_sem_old"] ** 2 + pair[f"{metric}_sem_new"] ** 2)
-    diff = pair[f"{metric}_mean_new"] - pair[f"{metric}_mean_old"]
-    pair["z"] = np.where(se > 0, diff / se.where(se > 0, 1.0), np.where(diff == 0, 0.0, np.inf))
-    pair["relative"] = diff / pair[f"{metric}_mean_old"]
     order = {m: i for i, m in enumerate(plan.experiment.mechanisms)}
     summary = pd.concat([old[old.mechanism != name], new], ignore_index=True)
     summary = summary.sort_values("mechanism", key=lambda c: c.map(order), kind="stable")
@@ -443,6 +478,9 @@ def main() -> None:
     parser.add_argument("--record-lines", action="store_true",
                         help="record today's fingerprint of every committed line without one (lines.json); a "
                              "line whose fingerprint is recorded is never overwritten (re-run it instead)")
+    parser.add_argument("--compare", type=Path, metavar="DIR",
+                        help="compare every committed line with the same line in another results tree "
+                             "(e.g. a clone's results/ after --all): identical cells, z-scores")
     parser.add_argument("--out", type=Path, help="write the figures here instead of results/ (re-using results/)")
     parser.add_argument("--n-jobs", type=int, default=-1)
     args = parser.parse_args()
@@ -465,8 +503,8 @@ def main() -> None:
             get_mechanism(name)
         except ValueError as err:
             parser.error(str(err))
-    chosen = TARGETS if args.all or (args.status or args.add or args.rerun or args.record_lines) and not args.targets \
-        else []
+    chosen = TARGETS if args.all or (args.status or args.add or args.rerun or args.record_lines or args.compare) \
+        and not args.targets else []
     for wanted in args.targets:
         match = [t for t in TARGETS if wanted in (t.name, t.out)]
         if not match:
@@ -476,6 +514,9 @@ def main() -> None:
         parser.error("name targets, or use --all / --status / --tables")
     if args.rerun:
         rerun_all(chosen, args.rerun, args.n_jobs)
+        return
+    if args.compare:
+        print("\n".join(compare(chosen, args.compare)))
         return
     if args.record_lines:
         for t in chosen:

@@ -154,3 +154,20 @@ def test_a_line_that_falls_back_on_the_small_probe_is_fingerprinted_on_the_large
     assert isinstance(stable, list) and any(v != 0 for v in stable)  # not the zero fallback
     assert fingerprint({"mechanism": "clip_gauss", "options": {}, "budget": {}}) == \
         "error: ValueError: mechanism 'clip_gauss' needs option(s) ['tau'] (no default), e.g. options={'tau': ...}"
+
+
+def test_compare_reports_identical_cells_and_z_scores(tmp_path):
+    """--compare pairs every committed line with another tree's: the same tree is identical everywhere;
+    a copy with one line's means moved by 3 standard errors shows |z| = 3 / sqrt 2 there only."""
+    target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
+    same = reproduce.compare([target], reproduce.RESULTS)
+    rows = [line.split() for line in same[1:]]
+    assert rows and all(row[2] == row[3] and float(row[4]) == 0 for row in rows)
+    summary = pd.read_csv(reproduce.RESULTS / target.out / "summary.csv")
+    moved = summary.mechanism == "gauss"
+    summary.loc[moved, "err_fro_mean"] += 3 * summary.loc[moved, "err_fro_sem"]
+    (tmp_path / target.out).mkdir(parents=True)
+    summary.to_csv(tmp_path / target.out / "summary.csv", index=False)
+    rows = {row[1]: row for row in (line.split() for line in reproduce.compare([target], tmp_path)[1:])}
+    assert rows["gauss"][3] == "0" and abs(float(rows["gauss"][4]) - 3 / 2**0.5) < 0.01
+    assert all(float(row[4]) == 0 for name, row in rows.items() if name != "gauss")
