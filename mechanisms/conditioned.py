@@ -34,23 +34,54 @@ from .bingham import DEFAULT_MAX_PROPOSALS, acg_parameter, sample_bingham_eigen
 
 CONDITION = 100.0  # largest (gamma - min mu) / (gamma - max mu): keeps the kriging well conditioned
 CAP = 64  # proposals for one step before its phase ends
+# A phase's step i costs O(i q) (the kriging passes over Z), a fresh eigenbasis O(q^3): a phase of
+# at most q / 3 steps balances them (measured at d = 784, where an eigh costs about as much as the
+# passes of q / 3 steps).
+PHASE_FRACTION = 1 / 3
+# The bound needs lambda_max(C_i) (or more): C's top eigenvalue is loose once the phase's thetas have
+# taken its top directions. With J = the TOP largest coordinates and m0 the largest mu outside J,
+# x^T C x <= m0 + x_J^T W x_J (W = diag(mu_J - m0)) and, over unit x orthogonal to the thetas V,
+# max x_J^T W x_J = lambda_max(W^1/2 (I - V_J^T V_J) W^1/2): a TOP x TOP eigenvalue per step.
+TOP = 24
 
 
 @njit(cache=True, error_model="numpy")
-def _phase(mu, etas, gamma, rng, V, Z):
+def _phase(mu, etas, gamma, floor, rng, V, Z):
     """Steps 0.. of one phase in the coordinates where C = diag(mu) (ascending): rows of V are the
     accepted thetas, Z their Sigma-orthonormalised rows. Returns (steps accepted, proposals): it
     stops after len(etas) steps, when a step needs more than CAP proposals (that step is dropped),
-    or when fewer than half the proposals so far were accepted."""
-    q0, k = len(mu), len(etas)
+    when fewer than half the proposals so far were accepted, or after PHASE_FRACTION q steps."""
+    q0, k = len(mu), min(len(etas), max(1, int(math.ceil(PHASE_FRACTION * len(mu)))))
     top, low = mu[q0 - 1], mu[0]
     sigma = 1.0 / (gamma - mu)
     scale = np.sqrt(sigma)
     y, x, sv = np.empty(q0), np.empty(q0), np.empty(q0)
+    p = min(q0 - 1, TOP)  # the top coordinates J = q0 - p .. q0 - 1
+    rest = mu[q0 - p - 1]
+    root_w = np.sqrt(mu[q0 - p:] - rest)
+    taken = np.zeros((p, p))  # V_J^T V_J
+    margin = 1e-12 * (abs(top) + (top - low))  # covers the rounding of the p x p eigenvalue
+    start_peak = min(max(gamma - q0 / (2.0 * etas[0]), low), top) if etas[0] > 0 else low
     proposals = 0
     for i in range(k):
         q, eta = q0 - i, etas[i]
-        peak = min(max(gamma - q / (2.0 * eta), low), top)  # argmax of the log ratio over c
+        # Kent's gamma falls with q (gamma - c* = q / (2 eta)): keep the peak where it started, and
+        # re-orthonormalise Z in the new Sigma (i x i Cholesky) when gamma has moved by 5 %.
+        target = max(start_peak + q / (2.0 * eta), floor) if eta > 0 else gamma
+        if abs(target - gamma) > 0.05 * (gamma - top):
+            gamma = target
+            sigma = 1.0 / (gamma - mu)
+            scale = np.sqrt(sigma)
+            if i:
+                factor = np.linalg.cholesky(np.dot(V[:i] * sigma, V[:i].T))
+                Z[:i] = np.linalg.solve(factor, V[:i])
+        high = top
+        if i and p:  # lambda_max(C_i) <= rest + lambda_max(W^1/2 (I - V_J^T V_J) W^1/2)
+            M = -taken * np.outer(root_w, root_w)
+            for r in range(p):
+                M[r, r] += root_w[r] * root_w[r]
+            high = min(top, rest + np.linalg.eigvalsh(M)[p - 1] + margin)
+        peak = min(max(gamma - q / (2.0 * eta), low), high)  # argmax of the log ratio over c
         log_bound = eta * peak + 0.5 * q * math.log(gamma - peak)
         tries = 0
         while True:
@@ -91,19 +122,27 @@ def _phase(mu, etas, gamma, rng, V, Z):
             norm = 1.0 / math.sqrt(vsv)
             for j in range(q0):
                 Z[i, j] = V[i, j] * norm
+        for r in range(p):
+            for c in range(p):
+                taken[r, c] += V[i, q0 - p + r] * V[i, q0 - p + c]
         if proposals > 2 * (i + 1) + 8:
             return i + 1, proposals
     return k, proposals
+
+
+def gamma_floor(mu: np.ndarray) -> float:
+    """The least gamma with (gamma - min mu) / (gamma - max mu) <= CONDITION (Sigma's condition)."""
+    top, low = float(mu[-1]), float(mu[0])
+    return top + max(top - low, abs(top) * 1e-12, np.finfo(float).tiny) / (CONDITION - 1)
 
 
 def kent_gamma(mu: np.ndarray, eta: float) -> float:
     """Gamma of Kent's ACG envelope for exp(eta u^T diag(mu) u), raised to keep the condition number
     of Sigma = diag(1 / (gamma - mu)) at most CONDITION."""
     top, low = float(mu[-1]), float(mu[0])
-    floor = top + (top - low) / (CONDITION - 1)
     if eta <= 0:  # uniform: any gamma; a large one makes the kriging a Euclidean projection
         return top + max(top - low, abs(top), 1.0) * 1e6
-    return max(top + acg_parameter(eta * (top - mu)) / (2 * eta), floor)
+    return max(top + acg_parameter(eta * (top - mu)) / (2 * eta), gamma_floor(mu))
 
 
 def householder_compression(mu: np.ndarray, Yt: np.ndarray):
@@ -149,7 +188,7 @@ def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray,
     while done < k:
         q = len(mu)
         rows, Z = np.empty((k - done, q)), np.empty((k - done, q))
-        m, _ = _phase(mu, etas[done:], kent_gamma(mu, etas[done]), rng, rows, Z)
+        m, _ = _phase(mu, etas[done:], kent_gamma(mu, etas[done]), gamma_floor(mu), rng, rows, Z)
         if m == 0:  # a concentrated first step: Kent's sampler in the eigenbasis
             rows[0] = sample_bingham_eigen(-etas[done] * mu, rng, 1, max_proposals=max_proposals)[0][0]
             m = 1
@@ -175,7 +214,7 @@ def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray,
 def _phase_subtract(mu, etas, lambdas, gamma, rng, T, Z, L):
     """KT steps 0.. of one phase where C = diag(mu): rows of T are the accepted thetas. Returns
     (steps accepted, proposals), stopping as _phase does."""
-    d, k = len(mu), len(etas)
+    d, k = len(mu), min(len(etas), max(1, int(math.ceil(PHASE_FRACTION * len(mu)))))
     top = mu[d - 1]
     sigma = 1.0 / (gamma - mu)
     scale = np.sqrt(sigma)

@@ -29,6 +29,8 @@ def clamp_eigenvalues(estimate, low: float, high: float) -> np.ndarray:
     Dong et al.'s public code clamps every released Sigma to [0, r^2] (GUIDE.md §3): true covariances
     of rows in the r-ball are PSD with eigenvalues at most tr <= r^2.
     """
+    if not isinstance(estimate, Spectral) and low <= 0.0 <= high and not np.any(estimate):
+        return np.zeros_like(estimate, dtype=float)  # the zero matrix (no eigh: its eigenvalues are 0)
     spectral = estimate if isinstance(estimate, Spectral) else Spectral.of(estimate)
     return Spectral(np.clip(spectral.values, low, high), spectral.vectors).matrix()
 

@@ -538,31 +538,33 @@ def main() -> None:
         out_root = base_root = Path(tempfile.mkdtemp(prefix="dpcov-scratch-"))
     else:
         base_root = RESULTS
-    states = {}
-    for t in chosen:  # estimates come from partial/ runs or from one release measured now
-        states[t.out] = done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
-        mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.0f} min left"
-        print(f"{t.out:32s} {mark}", flush=True)
-        for name, why in stale_report(t, base_root).items():
-            print(f"{'':32s} stale line {name}: {why} (re-run: python scripts/reproduce.py --rerun {name} "
-                  f"{t.name})", flush=True)
-    left = sum(s[2] for s in states.values())
-    print(f"estimated time left: ~{left / 60:.0f} min on this machine "
-          f"({cpu_count() if args.n_jobs < 0 else min(args.n_jobs, cpu_count())} workers, "
-          f"per-release costs measured now)")
-    if args.status:
+    if args.status:  # estimates come from partial/ runs or from one run of each line measured now
+        left = 0.0
+        for t in chosen:
+            done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
+            left += seconds
+            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.0f} min left"
+            print(f"{t.out:32s} {mark}", flush=True)
+            for name, why in stale_report(t, base_root).items():
+                print(f"{'':32s} stale line {name}: {why} (re-run: python scripts/reproduce.py --rerun {name} "
+                      f"{t.name})", flush=True)
+        print(f"estimated time left: ~{left / 60:.0f} min on this machine "
+              f"({cpu_count() if args.n_jobs < 0 else min(args.n_jobs, cpu_count())} workers, "
+              f"per-run costs measured now)")
         return
-    start = time.perf_counter()  # (after the status pass above)
+    # A run measures nothing up front (--status does, at a cost of minutes): each target says how
+    # many runs it has left, then how long it took.
+    start = time.perf_counter()
     for t in chosen:
-        done, total, seconds = progress(t, out_root, n_jobs=args.n_jobs)
-        if done == total and (out_root == RESULTS or (out_root / t.out / "summary.csv").exists()):
+        plan = plan_target(t, args.n_jobs, out_root, base_root)
+        if not plan.missing and (out_root == RESULTS or (out_root / t.out / "summary.csv").exists()):
             continue
-        left -= seconds
-        print(f"\n=== {t.out}: {total - done} runs (~{seconds / 60:.0f} min; then ~{left / 60:.0f} min for the rest)",
-              flush=True)
+        print(f"\n=== {t.out}: lines to run: {', '.join(plan.missing) or 'none (figures only)'}", flush=True)
+        for name, why in stale_report(t, base_root).items():
+            print(f"    stale line {name}: {why}", flush=True)
         began = time.perf_counter()
         complete_target(t, args.n_jobs, out_root)
-        print(f"=== {t.out}: done in {(time.perf_counter() - began) / 60:.1f} min (estimated {seconds / 60:.1f}); "
+        print(f"=== {t.out}: done in {(time.perf_counter() - began) / 60:.1f} min; "
               f"{(time.perf_counter() - start) / 60:.1f} min since the start", flush=True)
     print(f"\nall targets complete ({(time.perf_counter() - start) / 60:.1f} min)")
     if out_root == RESULTS:
