@@ -122,6 +122,12 @@ class CovProblem:
         values.flags.writeable = vectors.flags.writeable = False
         return values, vectors
 
+    @cached_property
+    def shared(self) -> dict:
+        """Deterministic intermediate results a mechanism keeps for later releases on this problem
+        (a mechanism's own keys; e.g. stable_gsampling's score and weighted covariance)."""
+        return {}
+
     @property
     def trace(self) -> float:
         return float(np.trace(self.sigma))

@@ -461,30 +461,39 @@ def weighted_leverages(X, w) -> np.ndarray:
 
 
 def stable_release(X, budget: ApproxDP, rng: np.random.Generator, *, ptr_fraction: float = 0.1,
-                   beta: float = 1.0, L0: float | None = None, k: int | None = None) -> np.ndarray:
+                   beta: float = 1.0, L0: float | None = None, k: int | None = None,
+                   shared: dict | None = None) -> np.ndarray:
     """(eps, delta)-DP covariance of the rows X (no norm bound): PTR on d_hat, then Alg 1 on Sigma_w.
+
+    ``shared``: a dict kept with X (CovProblem.shared) where the deterministic steps -- d_hat and
+    Sigma_w, functions of X, L0 and k alone -- are kept for the next release on the same rows (the
+    trials of an experiment): the same numbers, computed once; only the noise is drawn afresh.
 
     Raises InsufficientData (a condition of the privacy proof fails: decided from n, d, eps, delta and
     the options only, before the data are read) or PTRFailed."""
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or not np.all(np.isfinite(X)):
         raise ValueError(f"X must be a finite 2-D array, got shape {X.shape}")
-    if np.abs(X).max(initial=0.0) > MAX_ENTRY:
+    largest = np.abs(X).max(initial=0.0)
+    if largest > MAX_ENTRY:
         raise ValueError(f"the rows' entries must be at most {MAX_ENTRY:.3g} in absolute value (the domain "
                          f"of stable_gsampling: the released covariance must be representable), got "
-                         f"{np.abs(X).max():.3g}")
+                         f"{largest:.3g}")
     n, d = X.shape
     params = stable_parameters(n, d, budget, ptr_fraction=ptr_fraction, beta=beta, L0=L0, k=k)
     # Work at the scale of the largest entry (a power of two: exact, and every step is scale-equivariant)
-    exponent = _power_of_two_below(np.abs(X).max(initial=0.0))
-    X = _scaled(X, -exponent)
-    d_hat, _ = stability_score(X, params.L0, params.k)  # the test first: fails fast on unsafe data
-    noisy = d_hat + rng.laplace(scale=params.laplace_scale)
+    exponent = _power_of_two_below(largest)
+    known = {} if shared is None else shared.setdefault(("stable", params.L0, params.k), {})
+    if "d_hat" not in known:  # the test first: fails fast on unsafe data
+        known["d_hat"] = stability_score(_scaled(X, -exponent), params.L0, params.k)[0]
+    noisy = known["d_hat"] + rng.laplace(scale=params.laplace_scale)
     if not noisy < params.threshold:
         raise PTRFailed(f"the data are too far from safe: noisy score {noisy:.3g} >= threshold "
                         f"{params.threshold:g} (k = {params.k}); nothing released")
-    w = stable_covariance(X, params.L0, params.k).w  # only when the test passed
-    return _scaled(gaussian_sampling(weighted_covariance(X, w), params.m, rng), 2 * exponent)
+    if "sigma_w" not in known:  # only when the test passed
+        scaled = _scaled(X, -exponent)
+        known["sigma_w"] = weighted_covariance(scaled, stable_covariance(scaled, params.L0, params.k).w)
+    return _scaled(gaussian_sampling(known["sigma_w"], params.m, rng), 2 * exponent)
 
 
 def stable_gsampling(problem: CovProblem, accountant, rng: np.random.Generator, *,
@@ -507,7 +516,8 @@ def stable_gsampling(problem: CovProblem, accountant, rng: np.random.Generator, 
     accountant.spend(ApproxDP(total.eps - ptr.eps, total.delta - ptr.delta),
                      "Gaussian sampling mechanism on Sigma_w (Alg 1)")
     try:
-        return stable_release(problem.rows, total, rng, ptr_fraction=ptr_fraction, beta=beta)
+        return stable_release(problem.rows, total, rng, ptr_fraction=ptr_fraction, beta=beta,
+                              shared=problem.shared)
     except StableReleaseFailed as err:
         if on_fail == "raise":
             raise

@@ -220,8 +220,9 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     """(runs done, runs in total, estimated wall seconds left): committed complete lines count as
     done; the other lines count what their partial results.csv holds. The time left is each
     missing run's cost -- the mean seconds of the line's runs in partial/ if it has any, else one
-    run measured now (``run_seconds``; plus, for a resampled dataset, its build once per trial and
-    data point) -- over the worker processes."""
+    run measured now (``run_seconds``; plus each dataset instance's build: once per trial and data
+    point in the workers for a resampled dataset, else once in the main process while the workers
+    wait) -- over the worker processes."""
     plan = plan_target(target, out_root=out_root, base_root=base_root)
     exp = plan.experiment
     total = exp.total_runs()
@@ -233,6 +234,7 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
         frame = pd.read_csv(results, low_memory=False)
         frame = frame[in_experiment(missing_experiment(target, plan), frame)]
     seconds, unmeasured = 0.0, []
+    workers = cpu_count() if n_jobs < 0 else min(n_jobs, cpu_count())
     for name in plan.missing:
         ran = frame[frame.mechanism == name]
         done += len(ran)
@@ -246,10 +248,13 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
             costs = run_seconds(exp, unmeasured, point)
             seconds += sum(exp.trials_for(name) * costs[name] for name in unmeasured)
             data_key = params_key(data_params(exp.dataset, point))
-            if resampled(exp, point) and data_key not in built:  # built once per trial in the workers
-                built.add(data_key)
+            if data_key in built:
+                continue
+            built.add(data_key)
+            if resampled(exp, point):  # built once per trial in the workers
                 seconds += max(exp.trials_for(name) for name in unmeasured) * build_seconds(exp, point)
-    workers = cpu_count() if n_jobs < 0 else min(n_jobs, cpu_count())
+            else:  # built once in the main process, while the workers wait for its tasks
+                seconds += workers * build_seconds(exp, point)
     return min(done, total), total, seconds / workers
 
 

@@ -466,6 +466,23 @@ def test_release_is_scale_equivariant_and_bounded_to_its_domain():
         stable.stable_release(Y, budget, np.random.default_rng(5))
 
 
+def test_trials_share_the_deterministic_steps_and_nothing_else(monkeypatch):
+    """Releases on one problem keep d_hat and Sigma_w (functions of the rows alone) in problem.shared:
+    the same numbers as computed afresh, the score computed once, and fresh noise for every release."""
+    budget = ApproxDP(1.0, 0.1)
+    X = gaussian(100_000, 5, 0)
+    fresh = [stable.stable_release(X, budget, np.random.default_rng(seed)) for seed in (5, 6)]
+    calls = []
+    score = stable.stability_score
+    monkeypatch.setattr(stable, "stability_score", lambda *a: calls.append(1) or score(*a))
+    shared = {}
+    kept = [stable.stable_release(X, budget, np.random.default_rng(seed), shared=shared) for seed in (5, 6)]
+    assert all(np.array_equal(a, b) for a, b in zip(fresh, kept)) and len(calls) == 1
+    assert not np.array_equal(kept[0], kept[1])
+    problem = CovProblem.from_rows(X / np.linalg.norm(X, axis=1).max(), rows=X)
+    assert problem.shared == {} and problem.shared is problem.shared
+
+
 @pytest.mark.parametrize("shift", [-1074, -1022, -600, -3, 0, 7, 600, 1023, 1060])
 def test_power_of_two_scaling_equals_ldexp(shift):
     """_scaled multiplies by 2^shift where that is a normal double: the same correctly rounded values as
