@@ -273,6 +273,11 @@ def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
                          f"writing at once leave them; summary refused: keep one row per run or start over")
     values = [f"err_{m}" for m in experiment.metrics] + ["seconds"]
     group = ["experiment", "dataset", "mechanism", "label", *names]
+    # Rows arrive in the order tasks finished: sort them (lines in the experiment's order, then the
+    # grid, then trials) so the sums, hence the summary, are the same bits for any n_jobs or run.
+    order = {m: i for i, m in enumerate(experiment.mechanisms)}
+    frame = (frame.assign(_line=frame.mechanism.map(order)).sort_values(["_line", *names, "trial"], kind="stable")
+             .drop(columns="_line"))
     grouped = frame.assign(fallbacks=frame["released"] != "ok").groupby(group, sort=False)
     summary = grouped[values].agg(list(STATS))
     summary.columns = [f"{v}_{s}" for v, s in summary.columns]
