@@ -71,12 +71,17 @@ def spectra_frame(experiment: Experiment) -> pd.DataFrame:
     rows, seen = [], set()
     for point in experiment.grid():
         params = data_params(experiment.dataset, point)
-        key = tuple(sorted(params.items()))
+        key = params_key(params)
         if key in seen:
             continue
         seen.add(key)
         problem = build_instance(experiment, point, 0 if resampled(experiment, point) else None).problem
-        values = np.clip(np.linalg.eigvalsh(problem.sigma)[::-1], 0, None)
-        rows.append({**params, "rows": problem.n, "dim": problem.d,
-                     "eigenvalues": " ".join(f"{v:.6g}" for v in values)})
+        rows.append(spectrum_row(experiment, point, problem))
     return pd.DataFrame(rows)
+
+
+def spectrum_row(experiment: Experiment, point: dict, problem: CovProblem) -> dict:
+    """spectra_frame's row for the instance ``problem`` built at ``point``."""
+    values = np.clip(np.linalg.eigvalsh(problem.sigma)[::-1], 0, None)
+    return {**data_params(experiment.dataset, point), "rows": problem.n, "dim": problem.d,
+            "eigenvalues": " ".join(f"{v:.6g}" for v in values)}

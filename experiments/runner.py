@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from mechanisms.registry import import_plugins, plugin_modules, release
 
 from .config import Experiment
-from .instances import Instance, build_instance, data_params, resampled
+from .instances import SPECTRUM_FILE, Instance, build_instance, data_params, resampled, spectrum_row
 from .metrics import evaluate
 from .seeding import canonical, generator, params_key
 from .store import ResultsStore, row_keys
@@ -207,6 +207,12 @@ class Progress:
                       f"({100 * self.done / max(self.total, 1):.0f}%), {elapsed:.0f}s elapsed, {eta}", flush=True)
 
 
+def trials_per_task(trials: int, workers: int) -> int:
+    """Trials in one worker task: about 4 tasks per worker per grid point (so counts rise as runs
+    finish), at most 10."""
+    return max(1, min(10, math.ceil(trials / (4 * workers))))
+
+
 def plan(experiment: Experiment, done: set[tuple]):
     """[(point, {trial: [pending mechanisms]})] for every grid point with work left; ``done`` holds
     the run keys (``run_key``) of the rows already in results.csv."""
@@ -221,7 +227,7 @@ def plan(experiment: Experiment, done: set[tuple]):
     return work
 
 
-def _tasks(experiment: Experiment, work, chunk: int):
+def _tasks(experiment: Experiment, work, chunk: int, spectra: list | None = None):
     """Lazily build each dataset instance once, then yield its trial chunks (grid order). A
     resampled dataset is built in the worker, once per trial for every grid point that shares its
     data parameters (e.g. all the budgets of a data point): those points go in one task."""
@@ -238,6 +244,8 @@ def _tasks(experiment: Experiment, work, chunk: int):
         points = [point for point, _ in items]
         if not resampled(experiment, points[0]) and key[0] != cache_key:
             cache_key, instance = key[0], build_instance(experiment, points[0])
+            if spectra is not None:  # the data's eigenvalues, kept for the theory overlays (spectrum.csv)
+                spectra.append(spectrum_row(experiment, points[0], instance.problem))
         trials = sorted({t for _, pending in items for t in pending})
         for i in range(0, len(trials), chunk):
             part = trials[i:i + chunk]
@@ -372,13 +380,14 @@ def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
           f"{len(experiment.mechanisms)} mechanisms; {total - runs} runs already done, {runs} to go "
           f"-> {store.dir}", flush=True)
     new_rows = 0
+    spectra: list[dict] = []
     if work:
         with trial_executor(experiment) as n_jobs, \
                 Progress(experiment.name, runs, workers=effective_n_jobs(n_jobs)) as progress:
             # tasks of a few trials: about 4 per worker per grid point, so counts rise as runs finish
-            chunk = max(1, min(10, math.ceil(experiment.trials / (4 * effective_n_jobs(n_jobs)))))
+            chunk = trials_per_task(experiment.trials, effective_n_jobs(n_jobs))
             parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
-            for rows in parallel(_tasks(experiment, work, chunk)):
+            for rows in parallel(_tasks(experiment, work, chunk, spectra)):
                 store.append(rows)  # written as soon as a task finishes: an interruption loses little
                 new_rows += len(rows)
                 progress.update(len(rows))
@@ -388,5 +397,8 @@ def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
         raise ValueError(f"{store.results}: {err}") from None
     summary_path = store.dir / "summary.csv"
     summary.to_csv(summary_path, index=False)
+    data_points = {params_key(data_params(experiment.dataset, p)) for p in experiment.grid()}
+    if spectra and len(spectra) == len(data_points):  # every data point was built in this run
+        pd.DataFrame(spectra).to_csv(store.dir / SPECTRUM_FILE, index=False)
     return Outputs(store.results, summary_path, config_path, new_rows)
 

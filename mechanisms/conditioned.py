@@ -62,21 +62,24 @@ def _phase(mu, etas, gamma, floor, rng, V, Z):
     taken = np.zeros((p, p))  # V_J^T V_J
     margin = 1e-12 * (abs(top) + (top - low))  # covers the rounding of the p x p eigenvalue
     start_peak = min(max(gamma - q0 / (2.0 * etas[0]), low), top) if etas[0] > 0 else low
+    moved = 0
     proposals = 0
     for i in range(k):
         q, eta = q0 - i, etas[i]
         # Kent's gamma falls with q (gamma - c* = q / (2 eta)): keep the peak where it started, and
-        # re-orthonormalise Z in the new Sigma (i x i Cholesky) when gamma has moved by 5 %.
+        # re-orthonormalise Z in the new Sigma (i x i Cholesky) when gamma has moved by 10 % (at most
+        # every 4 steps).
         target = max(start_peak + q / (2.0 * eta), floor) if eta > 0 else gamma
-        if abs(target - gamma) > 0.05 * (gamma - top):
-            gamma = target
+        if abs(target - gamma) > 0.1 * (gamma - top) and i >= moved + 4:  # (AD's eta moves every step)
+            gamma, moved = target, i
             sigma = 1.0 / (gamma - mu)
             scale = np.sqrt(sigma)
             if i:
                 factor = np.linalg.cholesky(np.dot(V[:i] * sigma, V[:i].T))
                 Z[:i] = np.linalg.solve(factor, V[:i])
         high = top
-        if i and p:  # lambda_max(C_i) <= rest + lambda_max(W^1/2 (I - V_J^T V_J) W^1/2)
+        if i and p and gamma - q / (2.0 * eta) > rest:  # (else the peak is below rest <= high anyway)
+            # lambda_max(C_i) <= rest + lambda_max(W^1/2 (I - V_J^T V_J) W^1/2)
             M = -taken * np.outer(root_w, root_w)
             for r in range(p):
                 M[r, r] += root_w[r] * root_w[r]

@@ -1,5 +1,6 @@
 """The harness: every experiment end to end at smoke scale, seeding, resume, bad configs."""
 import inspect
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from data.files import data_dirs
 from data.registry import get_dataset
 from experiments.config import ConfigError, compose_experiment, experiment_names
+from experiments.instances import SPECTRUM_FILE, resampled, spectra_frame
 from experiments.runner import run_experiment
 from figures.plot import draw
 from experiments.store import ResultsStore
@@ -43,6 +45,12 @@ def test_every_experiment_runs_at_smoke_scale(name, experiment):
     assert np.isfinite(results[errors]).all().all() and (results[errors] >= 0).all().all()
     for error in errors:
         assert {f"{error}_mean", f"{error}_std", f"{error}_sem", f"{error}_median"} <= set(summary)
+    spectrum = out.summary.parent / SPECTRUM_FILE  # written as the run built the data (not if resampled)
+    if spectrum.exists():
+        pd.testing.assert_frame_equal(pd.read_csv(spectrum), pd.read_csv(io.StringIO(
+            spectra_frame(exp).to_csv(index=False))))
+    else:
+        assert any(resampled(exp, point) for point in exp.grid())
     assert len(summary) == len(exp.grid()) * len(exp.mechanisms)
     png, pdf = draw(exp, out)  # the runner stores; the figures are drawn from its files
     assert png.stat().st_size > 0 and pdf.exists() and out.config.exists()
