@@ -279,6 +279,7 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
     summary.csv, the figures and config.yaml into ``out_root/<target>``."""
     plan = plan_target(target, n_jobs, out_root, base_root)
     parts = [plan.committed]
+    forget_stale_runs(target, plan, base_root)
     if plan.missing:
         outputs = run_experiment(missing_experiment(target, plan, n_jobs))
         parts.append(pd.read_csv(outputs.summary))
@@ -292,6 +293,20 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
     ensure_spectrum(plan.experiment, plan.out, target.out)  # the theory overlays' data (from nothing)
     write_figures(plan.experiment, summary, plan.out)
     return plan.out
+
+
+def forget_stale_runs(target: Target, plan: Plan, base_root: Path) -> None:
+    """Drop from partial/results.csv the runs of lines whose committed fingerprint is stale: they may
+    come from the code that made the committed line (e.g. a from-scratch run's leftovers), and a
+    resumed run would otherwise re-use them under today's fingerprint."""
+    stale = set(stale_report(target, base_root))
+    results = plan.partial / "results.csv"
+    if not stale or not results.exists() or not results.stat().st_size:
+        return
+    frame = pd.read_csv(results, low_memory=False)
+    if frame.mechanism.isin(stale).any():
+        frame[~frame.mechanism.isin(stale)].to_csv(results, index=False)
+        print(f"    dropped the partial runs of {', '.join(sorted(stale))} (older code)", flush=True)
 
 
 RERUN = "rerun"  # <target>/partial/rerun/<line>/: a committed line run afresh (not committed)
