@@ -296,17 +296,14 @@ def complete_target(target: Target, n_jobs: int = -1, out_root: Path = RESULTS, 
 
 
 def forget_stale_runs(target: Target, plan: Plan, base_root: Path) -> None:
-    """Drop from partial/results.csv the runs of lines whose committed fingerprint is stale: they may
-    come from the code that made the committed line (e.g. a from-scratch run's leftovers), and a
-    resumed run would otherwise re-use them under today's fingerprint."""
-    stale = set(stale_report(target, base_root))
-    results = plan.partial / "results.csv"
-    if not stale or not results.exists() or not results.stat().st_size:
-        return
-    frame = pd.read_csv(results, low_memory=False)
-    if frame.mechanism.isin(stale).any():
-        frame[~frame.mechanism.isin(stale)].to_csv(results, index=False)
-        print(f"    dropped the partial runs of {', '.join(sorted(stale))} (older code)", flush=True)
+    """Remove partial/ when a committed line is stale: its runs there may come from the code that made
+    the committed line (e.g. a from-scratch run's leftovers), which a resumed run would re-use under
+    today's fingerprint, and the lines to run are no longer those partial/ was started for."""
+    stale = stale_report(target, base_root)
+    if stale and plan.partial.exists():
+        shutil.rmtree(plan.partial)
+        print(f"    removed {plan.partial} (stale: {', '.join(sorted(stale))}; its runs may be of older code)",
+              flush=True)
 
 
 RERUN = "rerun"  # <target>/partial/rerun/<line>/: a committed line run afresh (not committed)
@@ -591,12 +588,12 @@ def main() -> None:
         for t in chosen:
             done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
             left += seconds
-            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.0f} min left"
+            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.1f} min left"
             print(f"{t.out:32s} {mark}", flush=True)
             for name, why in stale_report(t, base_root).items():
                 print(f"{'':32s} stale line {name}: {why} (re-run: python scripts/reproduce.py --rerun {name} "
                       f"{t.name})", flush=True)
-        print(f"estimated time left: ~{left / 60:.0f} min on this machine "
+        print(f"estimated time left: ~{left / 60:.1f} min on this machine "
               f"({cpu_count() if args.n_jobs < 0 else min(args.n_jobs, cpu_count())} workers, "
               f"per-run costs measured now)")
         return

@@ -36,11 +36,12 @@ def test_status_from_scratch_counts_nothing_as_done(capsys, monkeypatch):
     """Every run of the target is left, each at the measured cost (stubbed here: 0.1 s per run;
     the measurement itself is exercised in the next test)."""
     monkeypatch.setattr(reproduce, "run_seconds", lambda exp, names, point: dict.fromkeys(names, 0.1))
+    monkeypatch.setattr(reproduce, "build_seconds", lambda exp, point: 0.0)
     monkeypatch.setattr("sys.argv", ["reproduce.py", "--status", "--from-scratch", "--n-jobs", "1", "fig3a"])
     reproduce.main()
     printed = capsys.readouterr().out
-    assert "dong2022/fig3a                   0/2160 runs, ~4 min left" in printed  # 2160 x 0.1 s
-    assert "estimated time left: ~4 min on this machine (1 workers" in printed
+    assert "dong2022/fig3a                   0/2160 runs, ~3.6 min left" in printed  # 2160 x 0.1 s
+    assert "estimated time left: ~3.6 min on this machine (1 workers" in printed
     monkeypatch.setattr("sys.argv", ["reproduce.py", "--from-scratch", "fig3a"])
     with pytest.raises(SystemExit):
         reproduce.main()
