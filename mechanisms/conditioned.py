@@ -35,8 +35,8 @@ from .bingham import DEFAULT_MAX_PROPOSALS, acg_parameter, sample_bingham_eigen
 CONDITION = 100.0  # largest (gamma - min mu) / (gamma - max mu): keeps the kriging well conditioned
 CAP = 64  # proposals for one step before its phase ends
 # A phase's step i costs O(i q) (the kriging passes over Z), a fresh eigenbasis O(q^3): a phase of
-# at most q / 3 steps balances them (measured at d = 784, where an eigh costs about as much as the
-# passes of q / 3 steps).
+# at most q / 3 steps trades them off (q / 2 and q / 5 were slower in scripts/benchmark.py at d = 800
+# and on MNIST, d = 784).
 PHASE_FRACTION = 1 / 3
 # The bound needs lambda_max(C_i) (or more): C's top eigenvalue is loose once the phase's thetas have
 # taken its top directions. With J = the TOP largest coordinates and m0 the largest mu outside J,
@@ -173,10 +173,12 @@ def householder_compression(mu: np.ndarray, Yt: np.ndarray):
     return qr, V, T, nu, E
 
 
-def complement_basis(basis: np.ndarray, V: np.ndarray, T: np.ndarray, E: np.ndarray) -> np.ndarray:
-    """basis Q[:, k:] E, Q = I - V T V^T: the compression's eigenvectors in the original coordinates."""
+def complement_basis(basis: np.ndarray, V: np.ndarray, T: np.ndarray, E: np.ndarray,
+                     BV: np.ndarray | None = None) -> np.ndarray:
+    """basis Q[:, k:] E, Q = I - V T V^T: the compression's eigenvectors in the original coordinates
+    (``BV``: basis V, if the caller has it)."""
     k = T.shape[0]
-    return (basis[:, k:] - (basis @ V) @ (T @ V[k:].T)) @ E
+    return (basis[:, k:] - (basis @ V if BV is None else BV) @ (T @ V[k:].T)) @ E
 
 
 def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray, rng: np.random.Generator, *,

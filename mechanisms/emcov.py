@@ -154,8 +154,9 @@ def _next_basis(basis: np.ndarray, mu_s: np.ndarray, Yt: np.ndarray, mu_e: np.nd
     # basis Q = basis - (basis V) T V^T: the thetas are its first k columns times R (Yt^T = Q R), the
     # new basis its last q - k columns times E; the probe's coordinates in it are E^T (Q^T probe)[k:].
     E = _aligned(nu, E, E.T @ (probe[k:] - (T @ V[k:].T).T @ (V.T @ probe)), mu_s, mu_e)
-    thetas = (basis[:, :k] - (basis @ V) @ (T @ V[:k].T)) @ np.triu(qr[:k])
-    return thetas, complement_basis(basis, V, T, E)
+    BV = basis @ V
+    thetas = (basis[:, :k] - BV @ (T @ V[:k].T)) @ np.triu(qr[:k])
+    return thetas, complement_basis(basis, V, T, E, BV)
 
 
 def _next_eigenbasis_kt(mu_s, Yt, lambdas, mu_e, probe) -> np.ndarray:

@@ -329,16 +329,7 @@ def test_kapralov_talwar_distribution_unchanged():
     """KT keeps C_i as an eigen-decomposition updated by secular equations: its basis differs from
     a fresh eigh's (signs), so the thetas are compared in distribution with the eigh-per-step
     pseudocode: E[theta_i theta_i^T] for each step, two-sample z-scores."""
-    from mechanisms.bingham import sample_bingham_eigen
-
-    def eigh_per_step(C, etas, subtract, rng):
-        thetas = []
-        for eta, lam in zip(etas, subtract):
-            mu, vectors = np.linalg.eigh(C)
-            theta = vectors @ sample_bingham_eigen(-eta * mu, rng, 1)[0][0]
-            thetas.append(theta)
-            C = C - lam * np.outer(theta, theta)
-        return np.array(thetas).T
+    from test_conditioned import kt_eigh_per_step as eigh_per_step
 
     R = ortho_group.rvs(3, random_state=4)
     values = np.array([10.0, 6.0, 3.0])
