@@ -36,8 +36,10 @@ CONDITION = 100.0  # largest (gamma - min mu) / (gamma - max mu): keeps the krig
 CAP = 64  # proposals for one step before its phase ends
 # A phase's step i costs O(i q) (the kriging passes over Z), a fresh eigenbasis O(q^3): a phase of
 # at most q / 3 steps trades them off (q / 2 and q / 5 were slower in scripts/benchmark.py at d = 800
-# and on MNIST, d = 784).
+# and on MNIST, d = 784); at least MIN_PHASE steps, for a small q, where a fresh basis costs mostly
+# its fixed Python/LAPACK overhead (4-7x faster at d = 6 to 40).
 PHASE_FRACTION = 1 / 3
+MIN_PHASE = 16
 WINDOW = 16  # etas averaged for gamma's target (below)
 
 
@@ -46,8 +48,8 @@ def _phase(mu, etas, gamma, floor, rng, V, Z):
     """Steps 0.. of one phase in the coordinates where C = diag(mu) (ascending): rows of V are the
     accepted thetas, Z their Sigma-orthonormalised rows. Returns (steps accepted, proposals): it
     stops after len(etas) steps, when a step needs more than CAP proposals (that step is dropped),
-    when fewer than half the proposals so far were accepted, or after PHASE_FRACTION q steps."""
-    q0, k = len(mu), min(len(etas), max(1, int(math.ceil(PHASE_FRACTION * len(mu)))))
+    when fewer than half the proposals so far were accepted, or after max(MIN_PHASE, PHASE_FRACTION q) steps."""
+    q0, k = len(mu), min(len(etas), max(MIN_PHASE, int(math.ceil(PHASE_FRACTION * len(mu)))))
     top, low = mu[q0 - 1], mu[0]
     sigma = 1.0 / (gamma - mu)
     scale = np.sqrt(sigma)
@@ -203,7 +205,7 @@ def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray,
 def _phase_subtract(mu, etas, lambdas, gamma, rng, T, Z, L):
     """KT steps 0.. of one phase where C = diag(mu): rows of T are the accepted thetas. Returns
     (steps accepted, proposals), stopping as _phase does."""
-    d, k = len(mu), min(len(etas), max(1, int(math.ceil(PHASE_FRACTION * len(mu)))))
+    d, k = len(mu), min(len(etas), max(MIN_PHASE, int(math.ceil(PHASE_FRACTION * len(mu)))))
     top = mu[d - 1]
     sigma = 1.0 / (gamma - mu)
     scale = np.sqrt(sigma)

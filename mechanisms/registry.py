@@ -339,7 +339,7 @@ def _checked_output(mechanism: Mechanism, estimate, d: int):
 
 def check_options(name, options: dict) -> None:
     mechanism = get_mechanism(name)
-    known = mechanism.option_names()
+    known = mechanism.option_names() if options else []  # (inspect.signature: not on every release)
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise ValueError(f"unknown option(s) {unknown} for mechanism {mechanism.name!r}; known: {known or 'none'}")

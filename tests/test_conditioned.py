@@ -48,8 +48,18 @@ CASES = {
 }
 
 
+def short_phases(monkeypatch):
+    """Phases of ceil(q / 3) steps even at d = 5 (MIN_PHASE = 1): fresh bases within a chain."""
+    monkeypatch.setattr(conditioned, "MIN_PHASE", 1)
+    monkeypatch.setattr(conditioned, "_phase", conditioned._phase.py_func)  # the compiled one has it frozen
+    monkeypatch.setattr(conditioned, "_phase_subtract", conditioned._phase_subtract.py_func)
+
+
+@pytest.mark.parametrize("phases", ["long", "short"])
 @pytest.mark.parametrize("case", CASES)
-def test_same_distribution_as_the_pseudocode(case):
+def test_same_distribution_as_the_pseudocode(case, phases, monkeypatch):
+    if phases == "short":
+        short_phases(monkeypatch)
     C, etas = CASES[case]
     assert max_z(C, etas) < 4.5
 
@@ -78,8 +88,11 @@ def kt_eigh_per_step(C, etas, subtract, rng):
 @pytest.mark.parametrize("case, subtract", [("flat", [3.0, 2.5, 2.0, 1.5, 1.0]),
                                              ("concentrated, adaptive etas", [20.0, -6.0, 1.0, 0.5, -3.0]),
                                              ("repeated eigenvalues", [9.0, 4.0, -1.0, 0.0, 0.0])])
-def test_kapralov_talwar_same_distribution_as_the_pseudocode(case, subtract):
+@pytest.mark.parametrize("phases", ["long", "short"])
+def test_kapralov_talwar_same_distribution_as_the_pseudocode(case, subtract, phases, monkeypatch):
     """Positive, negative and zero subtractions (noisy eigenvalues can be any of them)."""
+    if phases == "short":
+        short_phases(monkeypatch)
     C, etas = CASES[case]
     subtract = np.array(subtract)
     m1, s1 = outer_moments(lambda rng: sample_eigenvectors(C, etas, rng, subtract=subtract), 3000, 1)
