@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from joblib import cpu_count
+from joblib import Parallel, cpu_count, effective_n_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -50,7 +51,9 @@ sys.path.insert(0, str(ROOT))
 from experiments.config import budget_from_params, compose_experiment  # noqa: E402
 from experiments.fingerprint import fingerprint, read_lines, stale_lines, write_lines  # noqa: E402
 from experiments.instances import SPECTRUM_FILE, build_instance, data_params, resampled, spectra_frame  # noqa: E402
-from experiments.runner import in_experiment, line_spec, run_experiment, run_trials, trials_per_task  # noqa: E402
+from experiments.runner import (in_experiment, line_spec, plan as plan_runs, run_experiment,  # noqa: E402
+                                run_trials, trial_executor, trials_per_task, worker_tasks)
+from experiments.store import ResultsStore  # noqa: E402
 from experiments.seeding import canonical, params_key  # noqa: E402
 from mechanisms.privacy import budget_guaranteeing  # noqa: E402
 from mechanisms.registry import get_mechanism  # noqa: E402
@@ -187,43 +190,117 @@ def missing_experiment(target: Target, plan: Plan, n_jobs: int = -1):
 
 _RUN_SECONDS: dict[tuple, float] = {}
 _BUILD_SECONDS: dict[tuple, float] = {}
+_INSTANCE: dict[tuple, object] = {}  # the last dataset instance built for a measurement
+_EXECUTOR: dict[str, float] = {}  # "startup", "task": measured once (executor_seconds)
+CHEAP = 0.05  # seconds: a line whose run costs less is timed at every grid point, over a task's trials
+
+
+def _instance(exp, point: dict):
+    """``point``'s dataset instance, built once for consecutive measurements (its build time kept)."""
+    data_key = (exp.dataset, params_key(data_params(exp.dataset, point)))
+    if data_key not in _INSTANCE:
+        _INSTANCE.clear()
+        start = time.perf_counter()
+        _INSTANCE[data_key] = build_instance(exp, point, 0 if resampled(exp, point) else None)
+        _BUILD_SECONDS[data_key] = time.perf_counter() - start
+    return _INSTANCE[data_key]
 
 
 def run_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
     """Seconds of one run of each line in ``names`` at ``point`` -- the release and its error metrics,
     measured now as a worker runs them (experiments.runner.run_trials, one BLAS thread; a line's
-    first measurement in this process follows a warm-up run, for JIT compilation); measured once
-    per line and data parameters (the budget barely moves the cost), on one instance built for all
-    the lines. The instance's build time is kept too (``build_seconds``)."""
+    first measurement in this process follows a warm-up run, for JIT compilation), without a task's
+    fixed cost (``executor_seconds``). A worker task runs a few trials on one copy of the instance,
+    so what a release keeps on it (C's eigh, stable_gsampling's score) is computed once per task: a
+    run costs the first release plus (chunk - 1) later ones, over chunk. An expensive line is
+    measured once per data point (the budget barely moves its cost); a cheap one (< CHEAP) at every
+    grid point, over a whole task's trials in one call (one run's timing would be mostly noise)."""
     data_key = (exp.dataset, params_key(data_params(exp.dataset, point)))
+    point_key = (*data_key, params_key(point))
     keys = {name: (exp.dataset, line_spec(exp, name)) for name in names}
-    unmeasured = [name for name in names if (*keys[name], data_key) not in _RUN_SECONDS]
+
+    def known(name):
+        cost = _RUN_SECONDS.get((*keys[name], data_key))
+        return cost if cost is not None and cost >= CHEAP else _RUN_SECONDS.get((*keys[name], point_key))
+
+    unmeasured = [name for name in names if known(name) is None]
     if unmeasured:
-        start = time.perf_counter()
-        instance = build_instance(exp, point, 0 if resampled(exp, point) else None)
-        _BUILD_SECONDS[data_key] = time.perf_counter() - start
-        # A worker task runs `chunk` trials on one copy of the instance, so what a release keeps on it
-        # (C's eigh, stable_gsampling's score) is computed once per task: a run costs the first
-        # release's time plus (chunk - 1) later ones, over chunk.
+        instance = _instance(exp, point)
         chunk = trials_per_task(exp.trials, cpu_count())
+        fixed = _fixed_seconds(exp, instance, point)
         for name in unmeasured:
             if keys[name] not in _RUN_SECONDS:  # the line's first run in this process: a warm-up
                 run_trials(exp, instance, [point], [0], {(0, 0): [name]})
-            first = later = _timed_run(exp, instance, point, name, fresh=True)
-            if first > 0.05 and chunk > 1:
-                later = _timed_run(exp, instance, point, name, fresh=False)
-            _RUN_SECONDS[(*keys[name], data_key)] = _RUN_SECONDS[keys[name]] = (first + (chunk - 1) * later) / chunk
-    return {name: _RUN_SECONDS[(*keys[name], data_key)] for name in names}
+                _RUN_SECONDS[keys[name]] = 0.0
+            first = later = max(_timed_run(exp, instance, point, name, fresh=True) - fixed, 0.0)
+            if first < CHEAP:
+                first = later = max(_timed_run(exp, instance, point, name, True, range(chunk)) - fixed, 0.0) / chunk
+            elif chunk > 1:
+                later = max(_timed_run(exp, instance, point, name, fresh=False) - fixed, 0.0)
+            cost = (first + (chunk - 1) * later) / chunk
+            _RUN_SECONDS[(*keys[name], point_key)] = _RUN_SECONDS[(*keys[name], data_key)] = cost
+    return {name: known(name) for name in names}
 
 
-def _timed_run(exp, instance, point: dict, name: str, fresh: bool) -> float:
-    """Seconds of one run of ``name``; ``fresh``: with nothing kept on the instance by earlier runs."""
+def _timed_run(exp, instance, point: dict, name: str | None, fresh: bool, trials=(0,)) -> float:
+    """Seconds of one call running ``name`` for ``trials`` (None: nothing, a task's fixed cost);
+    ``fresh``: with nothing kept on the instance by earlier runs."""
     if fresh:
         for kept in ("unit_gram_eigh", "shared"):  # cached properties of CovProblem
             instance.problem.__dict__.pop(kept, None)
     start = time.perf_counter()
-    run_trials(exp, instance, [point], [0], {(0, 0): [name]})
+    run_trials(exp, instance, [point], list(trials), {(0, t): [name] for t in trials} if name else {})
     return time.perf_counter() - start
+
+
+def _fixed_seconds(exp, instance, point: dict) -> float:
+    """run_trials's own seconds with nothing to run (BLAS thread limits, plug-ins), measured once."""
+    if "fixed" not in _EXECUTOR:
+        _EXECUTOR["fixed"] = min(_timed_run(exp, instance, point, None, fresh=False) for _ in range(3))
+    return _EXECUTOR["fixed"]
+
+
+def executor_seconds(exp) -> dict[str, float]:
+    """Measured once, on ``exp``'s first grid point (all its lines): "startup", the seconds a run's
+    worker processes take to start and finish their first tasks beyond the tasks themselves
+    (imports, numba's cached kernels; paid once per reproduce run: the workers are re-used), and
+    "task", a task's seconds beyond its runs (run_trials's own, dispatch, results, appending them to
+    results.csv): the point's tasks run through the executor twice (cold, then warm) and once in
+    this process."""
+    if "task" in _EXECUTOR:
+        return _EXECUTOR
+    work = plan_runs(exp, set())[:1]
+    chunk = trials_per_task(exp.trials, cpu_count())
+    workers = effective_n_jobs(exp.n_jobs)
+    tasks = list(worker_tasks(exp, work, chunk))
+    for function, args, kwargs in tasks[:1]:  # warm-up (JIT compilation in this process)
+        function(*args, **kwargs)
+    start = time.perf_counter()
+    for function, args, kwargs in tasks:
+        function(*args, **kwargs)
+    here = time.perf_counter() - start
+    walls = []
+    with tempfile.TemporaryDirectory() as scratch, trial_executor(exp) as n_jobs:
+        store = ResultsStore(Path(scratch), {})
+        for _ in range(2):
+            start = time.perf_counter()
+            for rows in Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")(tasks):
+                store.append(rows)
+            walls.append(time.perf_counter() - start)
+    _EXECUTOR["startup"] = max(walls[0] - walls[1], 0.0)
+    _EXECUTOR["task"] = max(walls[1] * workers - here, 0.0) / len(tasks) + _fixed_seconds(exp, _instance(
+        exp, work[0][0]), work[0][0])
+    return _EXECUTOR
+
+
+def task_count(exp, names: list[str]) -> int:
+    """The worker tasks of the lines ``names`` (experiments.runner.worker_tasks): each grid point --
+    or each data point, for a resampled dataset -- in chunks of trials."""
+    chunk = trials_per_task(exp.trials, cpu_count())
+    trials = max(exp.trials_for(name) for name in names)
+    grid = exp.grid()
+    groups = {params_key(data_params(exp.dataset, p)) for p in grid if resampled(exp, p)}
+    return (len(groups) + sum(not resampled(exp, p) for p in grid)) * math.ceil(trials / chunk)
 
 
 def build_seconds(exp, point: dict) -> float:
@@ -231,15 +308,38 @@ def build_seconds(exp, point: dict) -> float:
     return _BUILD_SECONDS[(exp.dataset, params_key(data_params(exp.dataset, point)))]
 
 
+def finish_seconds(target: Target, exp, names: list[str]) -> float:
+    """Seconds a target spends outside its runs, in the main process: composing its experiment
+    twice, the new lines' fingerprints, the summary and figures (timed by drawing the committed
+    summary, if there is one)."""
+    start = time.perf_counter()
+    experiment_of(target)
+    for name in names:
+        fingerprint(spec_of(exp, name))
+    summary_path = RESULTS / target.out / "summary.csv"
+    if summary_path.exists():
+        with tempfile.TemporaryDirectory() as scratch:
+            summary = pd.read_csv(summary_path)
+            summary.to_csv(Path(scratch) / "summary.csv", index=False)
+            if (RESULTS / target.out / SPECTRUM_FILE).exists():
+                shutil.copyfile(RESULTS / target.out / SPECTRUM_FILE, Path(scratch) / SPECTRUM_FILE)
+            write_figures(exp, summary, Path(scratch))
+    return time.perf_counter() - start
+
+
 def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS,
              n_jobs: int = -1) -> tuple[int, int, float]:
     """(runs done, runs in total, estimated wall seconds left): committed complete lines count as
     done; the other lines count what their partial results.csv holds. The time left is each
     missing run's cost -- the mean seconds of the line's runs in partial/ if it has any, else one
-    run measured now (``run_seconds``; plus each dataset instance's build: once per trial and data
-    point in the workers for a resampled dataset, else once in the main process while the workers
-    wait) -- over the worker processes."""
-    plan = plan_target(target, out_root=out_root, base_root=base_root)
+    run measured now (``run_seconds``; plus each worker task's own cost, and each dataset
+    instance's build: once per trial and data point in the workers for a resampled dataset, else
+    once in the main process while the workers wait) -- over the worker processes, plus the
+    target's own work in the main process (``finish_seconds``). Not counted: the workers' start-up
+    (``executor_seconds``), paid once by the first target a run has work for."""
+    start = time.perf_counter()
+    plan = plan_target(target, n_jobs, out_root, base_root)
+    composed = time.perf_counter() - start
     exp = plan.experiment
     total = exp.total_runs()
     grid = exp.grid()
@@ -271,6 +371,9 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
                 seconds += max(exp.trials_for(name) for name in unmeasured) * build_seconds(exp, point)
             else:  # built once in the main process, while the workers wait for its tasks
                 seconds += workers * build_seconds(exp, point)
+        seconds += task_count(exp, unmeasured) * executor_seconds(missing_experiment(target, plan))["task"]
+    if done < total:
+        seconds += workers * (composed + finish_seconds(target, exp, plan.missing))
     return min(done, total), total, seconds / workers
 
 
@@ -584,11 +687,14 @@ def main() -> None:
     else:
         base_root = RESULTS
     if args.status:  # estimates come from partial/ runs or from one run of each line measured now
-        left = 0.0
+        left, started = 0.0, False
         for t in chosen:
             done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
+            if done < total and not started:  # the workers start with the first target that runs
+                seconds += executor_seconds(missing_experiment(t, plan_target(t, args.n_jobs, out_root, base_root)))["startup"]
+                started = True
             left += seconds
-            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.1f} min left"
+            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.1f} min left ({seconds:.0f} s)"
             print(f"{t.out:32s} {mark}", flush=True)
             for name, why in stale_report(t, base_root).items():
                 print(f"{'':32s} stale line {name}: {why} (re-run: python scripts/reproduce.py --rerun {name} "
@@ -609,7 +715,8 @@ def main() -> None:
             print(f"    stale line {name}: {why}", flush=True)
         began = time.perf_counter()
         complete_target(t, args.n_jobs, out_root)
-        print(f"=== {t.out}: done in {(time.perf_counter() - began) / 60:.1f} min; "
+        took = time.perf_counter() - began
+        print(f"=== {t.out}: done in {took / 60:.1f} min ({took:.0f} s); "
               f"{(time.perf_counter() - start) / 60:.1f} min since the start", flush=True)
     print(f"\nall targets complete ({(time.perf_counter() - start) / 60:.1f} min)")
     if out_root == RESULTS:

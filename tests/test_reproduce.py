@@ -33,19 +33,37 @@ def test_a_committed_figure_is_complete_and_tables_render():
 
 
 def test_status_from_scratch_counts_nothing_as_done(capsys, monkeypatch):
-    """Every run of the target is left, each at the measured cost (stubbed here: 0.1 s per run;
-    the measurement itself is exercised in the next test)."""
+    """Every run of the target is left, each at the measured cost, plus each worker task's own cost,
+    the target's work in the main process and the workers' start-up (stubbed here: 0.1 s per run,
+    0.5 s per task, 3 s, 7 s; the measurements themselves are exercised in the next tests)."""
     monkeypatch.setattr(reproduce, "run_seconds", lambda exp, names, point: dict.fromkeys(names, 0.1))
     monkeypatch.setattr(reproduce, "build_seconds", lambda exp, point: 0.0)
+    monkeypatch.setattr(reproduce, "executor_seconds", lambda exp: {"startup": 7.0, "task": 0.5})
+    monkeypatch.setattr(reproduce, "finish_seconds", lambda target, exp, names: 3.0)
     monkeypatch.setattr("sys.argv", ["reproduce.py", "--status", "--from-scratch", "--n-jobs", "1", "fig3a"])
     reproduce.main()
     printed = capsys.readouterr().out
-    assert "dong2022/fig3a                   0/2160 runs, ~3.6 min left" in printed  # 2160 x 0.1 s
-    assert "estimated time left: ~3.6 min on this machine (1 workers" in printed
+    target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
+    exp = reproduce.experiment_of(target)
+    tasks = reproduce.task_count(exp, exp.mechanisms)
+    assert tasks == 6 * -(-50 // reproduce.trials_per_task(50, reproduce.cpu_count()))  # 6 grid points
+    seconds = 2160 * 0.1 + tasks * 0.5 + 3 + 7
+    assert f"dong2022/fig3a                   0/2160 runs, ~{seconds / 60:.1f} min left ({seconds:.0f} s)" in printed
+    assert f"estimated time left: ~{seconds / 60:.1f} min on this machine (1 workers" in printed
     monkeypatch.setattr("sys.argv", ["reproduce.py", "--from-scratch", "fig3a"])
     with pytest.raises(SystemExit):
         reproduce.main()
     assert "--from-scratch goes with --status" in capsys.readouterr().err
+
+
+def test_executor_and_finish_are_measured():
+    """The workers' start-up and a task's own cost, measured through the real executor on fig3a's
+    first grid point; the target's main-process work by composing it and drawing its figures."""
+    target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
+    exp = reproduce.experiment_of(target)
+    measured = reproduce.executor_seconds(exp)
+    assert measured["startup"] >= 0 and measured["task"] >= measured["fixed"] > 0
+    assert reproduce.finish_seconds(target, exp, ["gauss"]) > 0
 
 
 def test_unknown_target_is_refused(capsys, monkeypatch):
