@@ -192,6 +192,7 @@ _RUN_SECONDS: dict[tuple, float] = {}
 _BUILD_SECONDS: dict[tuple, float] = {}
 _INSTANCE: dict[tuple, object] = {}  # the last dataset instance built for a measurement
 _EXECUTOR: dict[str, float] = {}  # "startup", "task": measured once (executor_seconds)
+_FIRST_USE = [0.0]  # seconds the lines' first runs in this process took beyond a run (run_seconds)
 CHEAP = 0.05  # seconds: a line whose run costs less is timed at every grid point, over a task's trials
 
 
@@ -229,14 +230,17 @@ def run_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
         chunk = trials_per_task(exp.trials, cpu_count())
         fixed = _fixed_seconds(exp, instance, point)
         for name in unmeasured:
+            warm_up = None
             if keys[name] not in _RUN_SECONDS:  # the line's first run in this process: a warm-up
-                run_trials(exp, instance, [point], [0], {(0, 0): [name]})
+                warm_up = _timed_run(exp, instance, point, name, fresh=True) - fixed
                 _RUN_SECONDS[keys[name]] = 0.0
-            first = later = max(_timed_run(exp, instance, point, name, fresh=True) - fixed, 0.0)
+            single = first = later = max(_timed_run(exp, instance, point, name, fresh=True) - fixed, 0.0)
             if first < CHEAP:
                 first = later = max(_timed_run(exp, instance, point, name, True, range(chunk)) - fixed, 0.0) / chunk
             elif chunk > 1:
                 later = max(_timed_run(exp, instance, point, name, fresh=False) - fixed, 0.0)
+            if warm_up is not None:  # its kernels' JIT compilation (or loading numba's cache): the
+                _FIRST_USE[0] += max(warm_up - single, 0.0)  # workers pay it too, at the same time
             cost = (first + (chunk - 1) * later) / chunk
             _RUN_SECONDS[(*keys[name], point_key)] = _RUN_SECONDS[(*keys[name], data_key)] = cost
     return {name: known(name) for name in names}
@@ -261,7 +265,7 @@ def _fixed_seconds(exp, instance, point: dict) -> float:
 
 
 def executor_seconds(exp) -> dict[str, float]:
-    """Measured once, on ``exp``'s first grid point (all its lines): "startup", the seconds a run's
+    """Measured once, on ``exp``'s first grid point and cheapest line: "startup", the seconds a run's
     worker processes take to start and finish their first tasks beyond the tasks themselves
     (imports, numba's cached kernels; paid once per reproduce run: the workers are re-used), and
     "task", a task's seconds beyond its runs (run_trials's own, dispatch, results, appending them to
@@ -269,12 +273,11 @@ def executor_seconds(exp) -> dict[str, float]:
     this process."""
     if "task" in _EXECUTOR:
         return _EXECUTOR
-    work = plan_runs(exp, set())[:1]
-    chunk = trials_per_task(exp.trials, cpu_count())
-    workers = effective_n_jobs(exp.n_jobs)
-    tasks = list(worker_tasks(exp, work, chunk))
-    for function, args, kwargs in tasks[:1]:  # warm-up (JIT compilation in this process)
-        function(*args, **kwargs)
+    point, pending = plan_runs(exp, set())[0]
+    costs = run_seconds(exp, exp.mechanisms, point)  # (also measures run_trials's own seconds)
+    cheapest = min(costs, key=costs.get)
+    tasks = list(worker_tasks(exp, [(point, {t: [cheapest] for t, names in pending.items() if cheapest in names})],
+                              trials_per_task(exp.trials, cpu_count())))
     start = time.perf_counter()
     for function, args, kwargs in tasks:
         function(*args, **kwargs)
@@ -288,8 +291,7 @@ def executor_seconds(exp) -> dict[str, float]:
                 store.append(rows)
             walls.append(time.perf_counter() - start)
     _EXECUTOR["startup"] = max(walls[0] - walls[1], 0.0)
-    _EXECUTOR["task"] = max(walls[1] * workers - here, 0.0) / len(tasks) + _fixed_seconds(exp, _instance(
-        exp, work[0][0]), work[0][0])
+    _EXECUTOR["task"] = max(walls[1] * effective_n_jobs(exp.n_jobs) - here, 0.0) / len(tasks) + _EXECUTOR["fixed"]
     return _EXECUTOR
 
 
@@ -335,9 +337,10 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     run measured now (``run_seconds``; plus each worker task's own cost, and each dataset
     instance's build: once per trial and data point in the workers for a resampled dataset, else
     once in the main process while the workers wait) -- over the worker processes, plus the
-    target's own work in the main process (``finish_seconds``). Not counted: the workers' start-up
+    target's own work in the main process (``finish_seconds``) and the first use of its lines'
+    kernels (JIT compilation from nothing, else loading numba's cache). Not counted: the workers' start-up
     (``executor_seconds``), paid once by the first target a run has work for."""
-    start = time.perf_counter()
+    start, first_use = time.perf_counter(), _FIRST_USE[0]
     plan = plan_target(target, n_jobs, out_root, base_root)
     composed = time.perf_counter() - start
     exp = plan.experiment
@@ -372,8 +375,8 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
             else:  # built once in the main process, while the workers wait for its tasks
                 seconds += workers * build_seconds(exp, point)
         seconds += task_count(exp, unmeasured) * executor_seconds(missing_experiment(target, plan))["task"]
-    if done < total:
-        seconds += workers * (composed + finish_seconds(target, exp, plan.missing))
+    if done < total:  # the main process's work, and the first use of the lines' kernels, in wall seconds
+        seconds += workers * (composed + finish_seconds(target, exp, plan.missing) + _FIRST_USE[0] - first_use)
     return min(done, total), total, seconds / workers
 
 
