@@ -6,10 +6,12 @@ it), against the floor of what the algorithm must do, as multiples of one eigh o
 One BLAS thread (as a worker runs it), C's eigh computed beforehand (shared by every release of a
 problem, as in scripts/benchmark.py). Parts, from cProfile's own time per function (the best of
 ``--repeat`` releases). The projection (EMCov, AD, IT-U) by conditioned proposals (mechanisms/conditioned.py):
-  kriged draws     _phase: every draw, its proposals conditioned on the previous thetas (numba)
+  kriged draws     _phase (_phase_subtract for KT): every draw, its proposals conditioned on the previous
+                   thetas (numba)
   fresh bases      householder_compression / complement_basis: C compressed to the complement of a
                    phase's thetas, diagonalised afresh, and the new basis (when a phase ends)
-  theta products   sample_projection_chain's own time: basis x the phase's thetas
+  theta products   sample_projection_chain's (sample_subtract_chain's) own time: basis x the phase's
+                   thetas (for KT also C_i between phases; its eigh counts as a fresh basis)
 KT (and the projection with method="eigenbasis"), by the chain of C_i's eigenvalues:
   draws            sample_bingham_eigen: the d exponential-mechanism draws (Bingham, rejection sampling)
   secular chain    compress_values / sorted_values (rank_one_values for KT): the eigenvalues of C_(i+1)
@@ -40,7 +42,7 @@ from data.synthetic import synthetic_zipf  # noqa: E402
 from mechanisms import CovProblem, PureDP, ZCDP, release  # noqa: E402
 
 PARTS = {
-    "kriged draws": ("_phase",),
+    "kriged draws": ("_phase", "_phase_subtract"),
     "fresh bases": ("householder_compression", "complement_basis"),
     "draws": ("sample_bingham_eigen",),
     "secular chain": ("compress_values", "sorted_values", "rank_one_values"),
@@ -91,7 +93,11 @@ def profile(d: int, mechanism: str, repeat: int) -> str:
     parts["block products"] -= parts["step vectors"]  # _accumulate_block calls the step vectors
     if parts["block bases"]:  # the eigenbasis chain: _next_basis calls the fresh bases' functions
         parts["fresh bases"] = 0.0
-    parts["theta products"] = own.get("sample_projection_chain", 0.0)
+    parts["theta products"] = own.get("sample_projection_chain", 0.0) + own.get("sample_subtract_chain", 0.0)
+    # KT's fresh bases: the eigh of C_i that sample_subtract_chain calls between phases
+    kt_bases = sum(cumtime for (_, _, name), (_, _, _, _, callers) in stats.stats.items() if name == "eigh"
+                   for (_, _, caller), (_, _, _, cumtime) in callers.items() if caller == "sample_subtract_chain")
+    parts["fresh bases"] += kt_bases
     parts = {part: value for part, value in parts.items() if value > 0}
     parts["the rest"] = best - sum(parts.values())
     floor = eigh + (d**3 / 3 + 2 * d**3) / (2 * d**3 / gemm)

@@ -697,7 +697,7 @@ def main() -> None:
                 seconds += executor_seconds(missing_experiment(t, plan_target(t, args.n_jobs, out_root, base_root)))["startup"]
                 started = True
             left += seconds
-            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.1f} min left ({seconds:.0f} s)"
+            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.1f} min left ({seconds:.1f} s)"
             print(f"{t.out:32s} {mark}", flush=True)
             for name, why in stale_report(t, base_root).items():
                 print(f"{'':32s} stale line {name}: {why} (re-run: python scripts/reproduce.py --rerun {name} "
@@ -719,7 +719,7 @@ def main() -> None:
         began = time.perf_counter()
         complete_target(t, args.n_jobs, out_root)
         took = time.perf_counter() - began
-        print(f"=== {t.out}: done in {took / 60:.1f} min ({took:.0f} s); "
+        print(f"=== {t.out}: done in {took / 60:.1f} min ({took:.1f} s); "
               f"{(time.perf_counter() - start) / 60:.1f} min since the start", flush=True)
     print(f"\nall targets complete ({(time.perf_counter() - start) / 60:.1f} min)")
     if out_root == RESULTS:
