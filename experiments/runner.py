@@ -227,7 +227,7 @@ def plan(experiment: Experiment, done: set[tuple]):
     return work
 
 
-def worker_tasks(experiment: Experiment, work, chunk: int, spectra: list | None = None):
+def _tasks(experiment: Experiment, work, chunk: int, spectra: list | None = None):
     """Lazily build each dataset instance once, then yield its trial chunks (grid order). A
     resampled dataset is built in the worker, once per trial for every grid point that shares its
     data parameters (e.g. all the budgets of a data point): those points go in one task."""
@@ -387,7 +387,7 @@ def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
             # tasks of a few trials: about 4 per worker per grid point, so counts rise as runs finish
             chunk = trials_per_task(experiment.trials, effective_n_jobs(n_jobs))
             parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
-            for rows in parallel(worker_tasks(experiment, work, chunk, spectra)):
+            for rows in parallel(_tasks(experiment, work, chunk, spectra)):
                 store.append(rows)  # written as soon as a task finishes: an interruption loses little
                 new_rows += len(rows)
                 progress.update(len(rows))

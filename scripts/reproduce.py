@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from joblib import Parallel, cpu_count, effective_n_jobs
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,9 +51,8 @@ sys.path.insert(0, str(ROOT))
 from experiments.config import budget_from_params, compose_experiment  # noqa: E402
 from experiments.fingerprint import fingerprint, read_lines, stale_lines, write_lines  # noqa: E402
 from experiments.instances import SPECTRUM_FILE, build_instance, data_params, resampled, spectra_frame  # noqa: E402
-from experiments.runner import (in_experiment, line_spec, plan as plan_runs, run_experiment,  # noqa: E402
-                                run_trials, trial_executor, trials_per_task, worker_tasks)
-from experiments.store import ResultsStore  # noqa: E402
+from experiments.runner import (in_experiment, line_spec, run_experiment, run_trials, trial_executor,  # noqa: E402
+                                trials_per_task)
 from experiments.seeding import canonical, params_key  # noqa: E402
 from mechanisms.privacy import budget_guaranteeing  # noqa: E402
 from mechanisms.registry import get_mechanism  # noqa: E402
@@ -188,11 +187,14 @@ def missing_experiment(target: Target, plan: Plan, n_jobs: int = -1):
     return experiment_of(target, n_jobs, (f"mechanisms=[{','.join(plan.missing)}]",), plan.partial)
 
 
-_RUN_SECONDS: dict[tuple, float] = {}
+_RUN_SECONDS: dict[tuple, float] = {}  # (dataset, line, data point, grid point) -> seconds of a run
+_DATA_SECONDS: dict[tuple, list] = {}  # (dataset, line, data point) -> the runs measured there
+_WARM: set = set()  # (dataset, line) already run once in this process
 _BUILD_SECONDS: dict[tuple, float] = {}
 _INSTANCE: dict[tuple, object] = {}  # the last dataset instance built for a measurement
 _EXECUTOR: dict[str, float] = {}  # "startup", "task": measured once (executor_seconds)
 _FIRST_USE = [0.0]  # seconds the lines' first runs in this process took beyond a run (run_seconds)
+ROUND_TRIPS = 64  # empty tasks timed through the executor (executor_seconds)
 CHEAP = 0.05  # seconds: a line whose run costs less is timed at every grid point, over a task's trials
 
 
@@ -207,22 +209,27 @@ def _instance(exp, point: dict):
     return _INSTANCE[data_key]
 
 
-def run_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
+def run_seconds(exp, names: list[str], point: dict, measure: bool = False) -> dict[str, float]:
     """Seconds of one run of each line in ``names`` at ``point`` -- the release and its error metrics,
     measured now as a worker runs them (experiments.runner.run_trials, one BLAS thread; a line's
     first measurement in this process follows a warm-up run, for JIT compilation), without a task's
-    fixed cost (``executor_seconds``). A worker task runs a few trials on one copy of the instance,
+    own cost (``executor_seconds``). A worker task runs a few trials on one copy of the instance,
     so what a release keeps on it (C's eigh, stable_gsampling's score) is computed once per task: a
-    run costs the first release plus (chunk - 1) later ones, over chunk. An expensive line is
-    measured once per data point (the budget barely moves its cost); a cheap one (< CHEAP) at every
-    grid point, over a whole task's trials in one call (one run's timing would be mostly noise)."""
+    run costs the first release plus (chunk - 1) later ones, over chunk. A cheap line (< CHEAP) is
+    measured at every grid point, over a whole task's trials in one call (one run's timing would be
+    mostly noise); an expensive one where ``measure`` asks (progress: the first and last budget of
+    each data point) and elsewhere costs the mean of its data point's measurements (a concentrated
+    exponential mechanism costs ~10 % more at a large budget than at a small one)."""
     data_key = (exp.dataset, params_key(data_params(exp.dataset, point)))
     point_key = (*data_key, params_key(point))
     keys = {name: (exp.dataset, line_spec(exp, name)) for name in names}
 
     def known(name):
-        cost = _RUN_SECONDS.get((*keys[name], data_key))
-        return cost if cost is not None and cost >= CHEAP else _RUN_SECONDS.get((*keys[name], point_key))
+        measured = _RUN_SECONDS.get((*keys[name], point_key))
+        costs = _DATA_SECONDS.get((*keys[name], data_key), [])
+        if measured is None and costs and min(costs) >= CHEAP and not measure:
+            return sum(costs) / len(costs)
+        return measured
 
     unmeasured = [name for name in names if known(name) is None]
     if unmeasured:
@@ -231,9 +238,9 @@ def run_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
         fixed = _fixed_seconds(exp, instance, point)
         for name in unmeasured:
             warm_up = None
-            if keys[name] not in _RUN_SECONDS:  # the line's first run in this process: a warm-up
+            if keys[name] not in _WARM:  # the line's first run in this process: a warm-up
                 warm_up = _timed_run(exp, instance, point, name, fresh=True) - fixed
-                _RUN_SECONDS[keys[name]] = 0.0
+                _WARM.add(keys[name])
             single = first = later = max(_timed_run(exp, instance, point, name, fresh=True) - fixed, 0.0)
             if first < CHEAP:
                 first = later = max(_timed_run(exp, instance, point, name, True, range(chunk)) - fixed, 0.0) / chunk
@@ -241,8 +248,8 @@ def run_seconds(exp, names: list[str], point: dict) -> dict[str, float]:
                 later = max(_timed_run(exp, instance, point, name, fresh=False) - fixed, 0.0)
             if warm_up is not None:  # its kernels' JIT compilation (or loading numba's cache): the
                 _FIRST_USE[0] += max(warm_up - single, 0.0)  # workers pay it too, at the same time
-            cost = (first + (chunk - 1) * later) / chunk
-            _RUN_SECONDS[(*keys[name], point_key)] = _RUN_SECONDS[(*keys[name], data_key)] = cost
+            _RUN_SECONDS[(*keys[name], point_key)] = cost = (first + (chunk - 1) * later) / chunk
+            _DATA_SECONDS.setdefault((*keys[name], data_key), []).append(cost)
     return {name: known(name) for name in names}
 
 
@@ -265,33 +272,24 @@ def _fixed_seconds(exp, instance, point: dict) -> float:
 
 
 def executor_seconds(exp) -> dict[str, float]:
-    """Measured once, on ``exp``'s first grid point and cheapest line: "startup", the seconds a run's
-    worker processes take to start and finish their first tasks beyond the tasks themselves
-    (imports, numba's cached kernels; paid once per reproduce run: the workers are re-used), and
-    "task", a task's seconds beyond its runs (run_trials's own, dispatch, results, appending them to
-    results.csv): the point's tasks run through the executor twice (cold, then warm) and once in
-    this process."""
+    """Measured once, through the run's executor with ``exp``'s first dataset instance: "startup", the
+    seconds its worker processes take to start (spawn, imports) -- paid once per reproduce run: the
+    workers are re-used -- and "task", a worker task's own seconds (run_trials's own, sending it its
+    arguments, returning its rows): ROUND_TRIPS tasks with nothing to run, on cold then warm workers."""
     if "task" in _EXECUTOR:
         return _EXECUTOR
-    point, pending = plan_runs(exp, set())[0]
-    costs = run_seconds(exp, exp.mechanisms, point)  # (also measures run_trials's own seconds)
-    cheapest = min(costs, key=costs.get)
-    tasks = list(worker_tasks(exp, [(point, {t: [cheapest] for t, names in pending.items() if cheapest in names})],
-                              trials_per_task(exp.trials, cpu_count())))
-    start = time.perf_counter()
-    for function, args, kwargs in tasks:
-        function(*args, **kwargs)
-    here = time.perf_counter() - start
+    point = exp.grid()[0]
+    instance = None if resampled(exp, point) else _instance(exp, point)
+    _fixed_seconds(exp, _instance(exp, point), point)
+    tasks = [delayed(run_trials)(exp, instance, [point], [], {}) for _ in range(ROUND_TRIPS)]
     walls = []
-    with tempfile.TemporaryDirectory() as scratch, trial_executor(exp) as n_jobs:
-        store = ResultsStore(Path(scratch), {})
+    with trial_executor(exp) as n_jobs:
         for _ in range(2):
             start = time.perf_counter()
-            for rows in Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")(tasks):
-                store.append(rows)
+            Parallel(n_jobs=n_jobs, pre_dispatch="2*n_jobs")(tasks)
             walls.append(time.perf_counter() - start)
     _EXECUTOR["startup"] = max(walls[0] - walls[1], 0.0)
-    _EXECUTOR["task"] = max(walls[1] * effective_n_jobs(exp.n_jobs) - here, 0.0) / len(tasks) + _EXECUTOR["fixed"]
+    _EXECUTOR["task"] = walls[1] * effective_n_jobs(exp.n_jobs) / ROUND_TRIPS
     return _EXECUTOR
 
 
@@ -362,11 +360,16 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
         else:
             unmeasured.append(name)
     if unmeasured:
-        built = set()
+        built, last = set(), {}
+        for point in grid:  # each data point's last budget
+            last[params_key(data_params(exp.dataset, point))] = params_key(point)
         for point in grid:
+            data_key = params_key(data_params(exp.dataset, point))
+            if data_key not in built:  # an expensive line: measured at its first and last budget
+                run_seconds(exp, unmeasured, point, measure=True)
+                run_seconds(exp, unmeasured, next(p for p in grid if params_key(p) == last[data_key]), measure=True)
             costs = run_seconds(exp, unmeasured, point)
             seconds += sum(exp.trials_for(name) * costs[name] for name in unmeasured)
-            data_key = params_key(data_params(exp.dataset, point))
             if data_key in built:
                 continue
             built.add(data_key)
