@@ -192,7 +192,7 @@ _DATA_SECONDS: dict[tuple, list] = {}  # (dataset, line, data point) -> the runs
 _WARM: set = set()  # (dataset, line) already run once in this process
 _BUILD_SECONDS: dict[tuple, float] = {}
 _INSTANCE: dict[tuple, object] = {}  # the last dataset instance built for a measurement
-_EXECUTOR: dict[str, float] = {}  # "startup", "task": measured once (executor_seconds)
+_EXECUTOR: dict[str, float] = {}  # "startup", "task" (executor_seconds), "fixed" (_fixed_seconds): measured once
 _FIRST_USE = [0.0]  # seconds the lines' first runs in this process took beyond a run (run_seconds)
 ROUND_TRIPS = 64  # empty tasks timed through the executor (executor_seconds)
 CHEAP = 0.05  # seconds: a line whose run costs less is timed at every grid point, over a task's trials
@@ -294,7 +294,7 @@ def executor_seconds(exp) -> dict[str, float]:
 
 
 def task_count(exp, names: list[str]) -> int:
-    """The worker tasks of the lines ``names`` (experiments.runner.worker_tasks): each grid point --
+    """The worker tasks of the lines ``names`` (experiments.runner._tasks): each grid point --
     or each data point, for a resampled dataset -- in chunks of trials."""
     chunk = trials_per_task(exp.trials, cpu_count())
     trials = max(exp.trials_for(name) for name in names)
