@@ -43,13 +43,19 @@ MIN_PHASE = 16
 WINDOW = 16  # etas averaged for gamma's target (below)
 
 
+def phase_steps(q: int, left: int) -> int:
+    """The most steps a phase on a q-dimensional space takes (``left``: the chain's steps left)."""
+    return min(left, max(MIN_PHASE, math.ceil(PHASE_FRACTION * q)))
+
+
 @njit(cache=True, error_model="numpy")
-def _phase(mu, etas, gamma, floor, rng, V, Z):
-    """Steps 0.. of one phase in the coordinates where C = diag(mu) (ascending): rows of V are the
-    accepted thetas, Z their Sigma-orthonormalised rows. Returns (steps accepted, proposals): it
-    stops after len(etas) steps, when a step needs more than CAP proposals (that step is dropped),
-    when fewer than half the proposals so far were accepted, or after max(MIN_PHASE, PHASE_FRACTION q) steps."""
-    q0, k = len(mu), min(len(etas), max(MIN_PHASE, int(math.ceil(PHASE_FRACTION * len(mu)))))
+def _phase(mu, etas, k, gamma, floor, rng, V, Z):
+    """Steps 0..k-1 of one phase in the coordinates where C = diag(mu) (ascending): rows of V are the
+    accepted thetas, Z their Sigma-orthonormalised rows; etas: the chain's steps left (gamma's target
+    looks ahead). Returns (steps accepted, proposals): it stops after k steps (``phase_steps``), when
+    a step needs more than CAP proposals (that step is dropped), or when fewer than half the
+    proposals so far were accepted."""
+    q0 = len(mu)
     top, low = mu[q0 - 1], mu[0]
     sigma = 1.0 / (gamma - mu)
     scale = np.sqrt(sigma)
@@ -179,7 +185,8 @@ def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray,
     while done < k:
         q = len(mu)
         rows, Z = np.empty((k - done, q)), np.empty((k - done, q))
-        m, _ = _phase(mu, etas[done:], kent_gamma(mu, etas[done]), gamma_floor(mu), rng, rows, Z)
+        m, _ = _phase(mu, etas[done:], phase_steps(q, k - done), kent_gamma(mu, etas[done]), gamma_floor(mu), rng,
+                      rows, Z)
         if m == 0:  # a concentrated first step: Kent's sampler in the eigenbasis
             rows[0] = sample_bingham_eigen(-etas[done] * mu, rng, 1, max_proposals=max_proposals)[0][0]
             m = 1
@@ -202,10 +209,10 @@ def sample_projection_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray,
 # quadratic form on the unit sphere is at most the trace), which the bound absorbs.
 
 @njit(cache=True, error_model="numpy")
-def _phase_subtract(mu, etas, lambdas, gamma, rng, T, Z, L):
-    """KT steps 0.. of one phase where C = diag(mu): rows of T are the accepted thetas. Returns
+def _phase_subtract(mu, etas, lambdas, k, gamma, rng, T, Z, L):
+    """KT steps 0..k-1 of one phase where C = diag(mu): rows of T are the accepted thetas. Returns
     (steps accepted, proposals), stopping as _phase does."""
-    d, k = len(mu), min(len(etas), max(MIN_PHASE, int(math.ceil(PHASE_FRACTION * len(mu)))))
+    d = len(mu)
     top = mu[d - 1]
     sigma = 1.0 / (gamma - mu)
     scale = np.sqrt(sigma)
@@ -299,7 +306,8 @@ def sample_subtract_chain(mu: np.ndarray, basis: np.ndarray, etas: np.ndarray, l
     done = 0
     while done < k:
         rows, Z, L = np.empty((k - done, d)), np.empty((k - done, d)), np.zeros((k - done, k - done))
-        m, _ = _phase_subtract(mu, etas[done:], lambdas[done:], kent_gamma(mu, etas[done]), rng, rows, Z, L)
+        m, _ = _phase_subtract(mu, etas[done:], lambdas[done:], phase_steps(d, k - done), kent_gamma(mu, etas[done]),
+                               rng, rows, Z, L)
         if m == 0:  # a concentrated first step: Kent's sampler in the eigenbasis
             rows[0] = sample_bingham_eigen(-etas[done] * mu, rng, 1, max_proposals=max_proposals)[0][0]
             m = 1

@@ -51,8 +51,6 @@ CASES = {
 def short_phases(monkeypatch):
     """Phases of ceil(q / 3) steps even at d = 5 (MIN_PHASE = 1): fresh bases within a chain."""
     monkeypatch.setattr(conditioned, "MIN_PHASE", 1)
-    monkeypatch.setattr(conditioned, "_phase", conditioned._phase.py_func)  # the compiled one has it frozen
-    monkeypatch.setattr(conditioned, "_phase_subtract", conditioned._phase_subtract.py_func)
 
 
 @pytest.mark.parametrize("phases", ["long", "short"])
