@@ -309,9 +309,9 @@ def build_seconds(exp, point: dict) -> float:
 
 
 def finish_seconds(target: Target, exp, names: list[str]) -> float:
-    """Seconds a target spends outside its runs, in the main process: composing its experiment
-    twice, the new lines' fingerprints, the summary and figures (timed by drawing the committed
-    summary, if there is one)."""
+    """Seconds a target spends outside its runs, in the main process: composing its experiment (a
+    run composes it twice: progress times the other), the new lines' fingerprints, the summary and
+    figures (timed by drawing the committed summary, if there is one)."""
     start = time.perf_counter()
     experiment_of(target)
     for name in names:
@@ -336,8 +336,8 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     instance's build: once per trial and data point in the workers for a resampled dataset, else
     once in the main process while the workers wait) -- over the worker processes, plus the
     target's own work in the main process (``finish_seconds``) and the first use of its lines'
-    kernels (JIT compilation from nothing, else loading numba's cache). Not counted: the workers' start-up
-    (``executor_seconds``), paid once by the first target a run has work for."""
+    kernels (JIT compilation from nothing, else loading numba's cache). Not counted: the workers'
+    start-up (``executor_seconds``), paid once by the first target a run has work for."""
     start, first_use = time.perf_counter(), _FIRST_USE[0]
     plan = plan_target(target, n_jobs, out_root, base_root)
     composed = time.perf_counter() - start
@@ -362,12 +362,12 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     if unmeasured:
         built, last = set(), {}
         for point in grid:  # each data point's last budget
-            last[params_key(data_params(exp.dataset, point))] = params_key(point)
+            last[params_key(data_params(exp.dataset, point))] = point
         for point in grid:
             data_key = params_key(data_params(exp.dataset, point))
             if data_key not in built:  # an expensive line: measured at its first and last budget
                 run_seconds(exp, unmeasured, point, measure=True)
-                run_seconds(exp, unmeasured, next(p for p in grid if params_key(p) == last[data_key]), measure=True)
+                run_seconds(exp, unmeasured, last[data_key], measure=True)
             costs = run_seconds(exp, unmeasured, point)
             seconds += sum(exp.trials_for(name) * costs[name] for name in unmeasured)
             if data_key in built:
@@ -697,10 +697,12 @@ def main() -> None:
         for t in chosen:
             done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
             if done < total and not started:  # the workers start with the first target that runs
-                seconds += executor_seconds(missing_experiment(t, plan_target(t, args.n_jobs, out_root, base_root)))["startup"]
+                missing = missing_experiment(t, plan_target(t, args.n_jobs, out_root, base_root))
+                seconds += executor_seconds(missing)["startup"]
                 started = True
             left += seconds
-            mark = "complete" if done == total else f"{done}/{total} runs, ~{seconds / 60:.1f} min left ({seconds:.1f} s)"
+            mark = "complete" if done == total else \
+                f"{done}/{total} runs, ~{seconds / 60:.1f} min left ({seconds:.1f} s)"
             print(f"{t.out:32s} {mark}", flush=True)
             for name, why in stale_report(t, base_root).items():
                 print(f"{'':32s} stale line {name}: {why} (re-run: python scripts/reproduce.py --rerun {name} "
