@@ -37,7 +37,7 @@ CAP = 64  # proposals for one step before its phase ends
 # A phase's step i costs O(i q) (the kriging passes over Z), a fresh eigenbasis O(q^3): a phase of
 # at most q / 3 steps trades them off (q / 2 and q / 5 were slower in scripts/benchmark.py at d = 800
 # and on MNIST, d = 784); at least MIN_PHASE steps, for a small q, where a fresh basis costs mostly
-# its fixed Python/LAPACK overhead (4-7x faster at d = 6 to 40).
+# its fixed Python/LAPACK overhead.
 PHASE_FRACTION = 1 / 3
 MIN_PHASE = 16
 WINDOW = 16  # etas averaged for gamma's target (below)

@@ -218,8 +218,8 @@ def run_seconds(exp, names: list[str], point: dict, measure: bool = False) -> di
     run costs the first release plus (chunk - 1) later ones, over chunk. A cheap line (< CHEAP) is
     measured at every grid point, over a whole task's trials in one call (one run's timing would be
     mostly noise); an expensive one where ``measure`` asks (progress: the first and last budget of
-    each data point) and elsewhere costs the mean of its data point's measurements (a concentrated
-    exponential mechanism costs ~10 % more at a large budget than at a small one)."""
+    each data point) and elsewhere costs the mean of its data point's measurements (an exponential
+    mechanism's rejection sampling can cost more at a large budget than at a small one)."""
     data_key = (exp.dataset, params_key(data_params(exp.dataset, point)))
     point_key = (*data_key, params_key(point))
     keys = {name: (exp.dataset, line_spec(exp, name)) for name in names}
