@@ -187,10 +187,10 @@ def missing_experiment(target: Target, plan: Plan, n_jobs: int = -1):
     return experiment_of(target, n_jobs, (f"mechanisms=[{','.join(plan.missing)}]",), plan.partial)
 
 
-_RUN_SECONDS: dict[tuple, float] = {}  # (dataset, line, data point, grid point) -> seconds of a run
-_DATA_SECONDS: dict[tuple, list] = {}  # (dataset, line, data point) -> the runs measured there
+_RUN_SECONDS: dict[tuple, float] = {}  # (dataset, line, _data_key, grid point) -> seconds of a run
+_DATA_SECONDS: dict[tuple, list] = {}  # (dataset, line, _data_key) -> the runs measured there
 _WARM: set = set()  # (dataset, line) already run once in this process
-_BUILD_SECONDS: dict[tuple, float] = {}
+_BUILD_SECONDS: dict[tuple, float] = {}  # _data_key -> seconds to build its instance
 _INSTANCE: dict[tuple, object] = {}  # the last dataset instance built for a measurement
 _EXECUTOR: dict[str, float] = {}  # "startup", "task" (executor_seconds), "fixed" (_fixed_seconds): measured once
 _FIRST_USE = [0.0]  # seconds the lines' first runs in this process took beyond a run (run_seconds)
@@ -198,9 +198,16 @@ ROUND_TRIPS = 64  # empty tasks timed through the executor (executor_seconds)
 CHEAP = 0.05  # seconds: a line whose run costs less is timed at every grid point, over a task's trials
 
 
+def _data_key(exp, point: dict) -> tuple:
+    """What a run's cost depends on besides its line and budget: the data point, and how the runner
+    builds and scores it (targets share a dataset but not always its ridge task or metrics)."""
+    return (exp.dataset, exp.ridge_alpha, exp.clamp_eigenvalues, tuple(exp.metrics),
+            params_key(data_params(exp.dataset, point)))
+
+
 def _instance(exp, point: dict):
     """``point``'s dataset instance, built once for consecutive measurements (its build time kept)."""
-    data_key = (exp.dataset, params_key(data_params(exp.dataset, point)))
+    data_key = _data_key(exp, point)
     if data_key not in _INSTANCE:
         _INSTANCE.clear()
         start = time.perf_counter()
@@ -220,7 +227,7 @@ def run_seconds(exp, names: list[str], point: dict, measure: bool = False) -> di
     mostly noise); an expensive one where ``measure`` asks (progress: the first and last budget of
     each data point) and elsewhere costs the mean of its data point's measurements (an exponential
     mechanism's rejection sampling can cost more at a large budget than at a small one)."""
-    data_key = (exp.dataset, params_key(data_params(exp.dataset, point)))
+    data_key = _data_key(exp, point)
     point_key = (*data_key, params_key(point))
     keys = {name: (exp.dataset, line_spec(exp, name)) for name in names}
 
@@ -305,7 +312,7 @@ def task_count(exp, names: list[str]) -> int:
 
 def build_seconds(exp, point: dict) -> float:
     """Seconds to build ``point``'s dataset instance (after ``run_seconds`` at a point with its data)."""
-    return _BUILD_SECONDS[(exp.dataset, params_key(data_params(exp.dataset, point)))]
+    return _BUILD_SECONDS[_data_key(exp, point)]
 
 
 def finish_seconds(target: Target, exp, names: list[str]) -> float:

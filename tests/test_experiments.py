@@ -75,6 +75,24 @@ def test_identical_results_for_any_n_jobs(experiment):
                                   two[cols].sort_values(cols[:3]).reset_index(drop=True))
 
 
+def test_the_parent_keeps_one_blas_thread_while_the_workers_run(experiment, monkeypatch):
+    """The run's own process builds instances and their spectra while the workers run: on more BLAS
+    threads, OpenBLAS's idle ones would spin and take the workers' cores."""
+    from threadpoolctl import threadpool_info
+
+    import experiments.runner as runner
+    seen, build = [], runner.build_instance
+
+    def recording(*args, **kwargs):
+        seen.append(max((lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"),
+                        default=1))
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "build_instance", recording)
+    run_experiment(experiment("synthetic_trace", "n_jobs=2"))
+    assert seen and set(seen) == {1}
+
+
 def test_seed_changes_numbers_and_data_is_shared_across_mechanisms(experiment):
     a = pd.read_csv(run_experiment(experiment("synthetic_trace", output="a")).results)
     b = pd.read_csv(run_experiment(experiment("synthetic_trace", "seed=1", output="b")).results)

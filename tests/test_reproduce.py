@@ -68,6 +68,23 @@ def test_executor_and_finish_are_measured():
     assert reproduce.finish_seconds(target, exp, ["gauss"]) > 0
 
 
+def test_run_costs_are_not_shared_between_targets_that_score_differently(monkeypatch):
+    """Amin's regression target runs fig1a's lines on fig1a's data points, but also fits ridge models:
+    its runs cost more, and must be measured, not taken from fig1a's (stub: a run costs 0.2 s with
+    a ridge task, 0.1 s without)."""
+    monkeypatch.setattr(reproduce, "_RUN_SECONDS", {})
+    monkeypatch.setattr(reproduce, "_DATA_SECONDS", {})
+    monkeypatch.setattr(reproduce, "_instance", lambda exp, point: None)
+    monkeypatch.setattr(reproduce, "_fixed_seconds", lambda exp, instance, point: 0.0)
+    monkeypatch.setattr(reproduce, "_timed_run", lambda exp, instance, point, name, fresh, trials=(0,):
+                        len(trials) * (0.1 if exp.ridge_alpha is None else 0.2))
+    fig1a, regression = (reproduce.experiment_of(next(t for t in reproduce.TARGETS if t.out == out))
+                         for out in ("amin2019/fig1a", "amin2019/regression"))
+    point = next(p for p in regression.grid() if p in fig1a.grid())  # the same data point and budget
+    assert reproduce.run_seconds(fig1a, ["laplace"], point, measure=True) == {"laplace": pytest.approx(0.1)}
+    assert reproduce.run_seconds(regression, ["laplace"], point) == {"laplace": pytest.approx(0.2)}
+
+
 def test_unknown_target_is_refused(capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["reproduce.py", "nope"])
     with pytest.raises(SystemExit):
