@@ -228,14 +228,18 @@ def plan(experiment: Experiment, done: set[tuple]):
 
 
 def _tasks(experiment: Experiment, work, chunk: int, spectra: list | None = None):
-    """Lazily build each dataset instance once, then yield its trial chunks (grid order). A
+    """Lazily build each dataset instance once, then yield its trial chunks (grid order, but the grid
+    points of one data point together: appc_dim's panels are budgets, its x the dimension). A
     resampled dataset is built in the worker, once per trial for every grid point that shares its
     data parameters (e.g. all the budgets of a data point): those points go in one task."""
     cache_key, instance = None, None
     plugins = tuple(plugin_modules(experiment.line(m).mechanism for m in experiment.mechanisms))
+    keyed = [(params_key(data_params(experiment.dataset, point)), point, pending) for point, pending in work]
+    first: dict[tuple, int] = {}
+    for key, _, _ in keyed:
+        first.setdefault(key, len(first))
     groups: dict[tuple, list] = {}
-    for point, pending in work:
-        key = params_key(data_params(experiment.dataset, point))
+    for key, point, pending in sorted(keyed, key=lambda item: first[item[0]]):  # a data point's together
         if resampled(experiment, point):
             groups.setdefault(key, []).append((point, pending))
         else:

@@ -93,6 +93,19 @@ def test_the_parent_keeps_one_blas_thread_while_the_workers_run(experiment, monk
     assert seen and set(seen) == {1}
 
 
+def test_each_data_point_is_built_once_whatever_the_grid_order(experiment, monkeypatch):
+    """appc_dim sweeps the budget before the dimension: its grid visits each data point twice."""
+    import experiments.runner as runner
+    built, build = [], runner.build_instance
+    monkeypatch.setattr(runner, "build_instance",
+                        lambda exp, point, *a: built.append(point["d"]) or build(exp, point, *a))
+    exp = experiment("amin_appc_dim", "sweep.eps=[0.5,1]", "sweep.d=[4,8]")
+    assert [p["d"] for p in exp.grid()] == [4, 8, 4, 8]
+    outputs = run_experiment(exp)
+    assert sorted(built) == [4, 8]
+    assert len(pd.read_csv(outputs.directory / SPECTRUM_FILE)) == 2
+
+
 def test_seed_changes_numbers_and_data_is_shared_across_mechanisms(experiment):
     a = pd.read_csv(run_experiment(experiment("synthetic_trace", output="a")).results)
     b = pd.read_csv(run_experiment(experiment("synthetic_trace", "seed=1", output="b")).results)
