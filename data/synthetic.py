@@ -36,4 +36,5 @@ def synthetic_zipf(n: int, d: int, N: int, s: float, rng: np.random.Generator) -
     X -= X.mean(axis=0)
     norms = np.linalg.norm(X, axis=1)
     norms[norms == 0] = 1.0  # a zero row stays zero (probability 0 for d >= 1, n >= 2)
-    return X * (rng.permutation(zipf_norms(n, N, s)) / norms)[:, None]
+    X *= (rng.permutation(zipf_norms(n, N, s)) / norms)[:, None]  # in place: X can be 800 MB
+    return X

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+import mechanisms.problem as problem_module
 from mechanisms.problem import CovProblem, dyadic_band, validate_rows
 
 
@@ -93,6 +94,14 @@ def test_unit_rows_with_rounding_are_accepted():
     problem = CovProblem.from_rows(X)
     assert problem.band_exponents.tolist() == [0]
     assert problem.trace == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 10**6])
+def test_row_norms_are_numpys_bits_a_block_at_a_time(block, monkeypatch):
+    monkeypatch.setattr(problem_module, "NORM_BLOCK", block)
+    X = np.random.default_rng(3).standard_normal((101, 13)) * np.logspace(-8, 8, 13)
+    assert np.array_equal(problem_module.row_norms(X), np.linalg.norm(X, axis=1))
+    assert problem_module.row_norms(np.empty((0, 3))).shape == (0,)
 
 
 def test_validate_rows_returns_float_array():
