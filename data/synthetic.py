@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mechanisms.problem import row_norms
+
 
 def zipf_bin_sizes(n: int, N: int, s: float) -> np.ndarray:
     """Rows per bin k = 1..N with shares proportional to 1/k^s.
@@ -34,7 +36,7 @@ def synthetic_zipf(n: int, d: int, N: int, s: float, rng: np.random.Generator) -
     n, d, N = int(n), int(d), int(N)
     X = rng.standard_normal((n, d)) @ rng.uniform(0.0, 1.0, (d, d))
     X -= X.mean(axis=0)
-    norms = np.linalg.norm(X, axis=1)
+    norms = row_norms(X)  # np.linalg.norm's bits without an n x d temporary
     norms[norms == 0] = 1.0  # a zero row stays zero (probability 0 for d >= 1, n >= 2)
     X *= (rng.permutation(zipf_norms(n, N, s)) / norms)[:, None]  # in place: X can be 800 MB
     return X
