@@ -341,10 +341,11 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     missing run's cost -- the mean seconds of the line's runs in partial/ if it has any, else one
     run measured now (``run_seconds``; plus each worker task's own cost, and each dataset
     instance's build: once per trial and data point in the workers for a resampled dataset, else
-    once in the main process while the workers wait) -- over the worker processes, plus the
-    target's own work in the main process (``finish_seconds``) and the first use of its lines'
-    kernels (JIT compilation from nothing, else loading numba's cache). Not counted: the workers'
-    start-up (``executor_seconds``), paid once by the first target a run has work for."""
+    once in the main process while the workers wait) -- over the worker processes, plus the wait
+    for its last task, the target's own work in the main process (``finish_seconds``) and the
+    first use of its lines' kernels (JIT compilation from nothing, else loading numba's cache).
+    Not counted: the workers' start-up (``executor_seconds``), paid once by the first target a run
+    has work for."""
     start, first_use = time.perf_counter(), _FIRST_USE[0]
     plan = plan_target(target, n_jobs, out_root, base_root)
     composed = time.perf_counter() - start
@@ -385,6 +386,13 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
             else:  # built once in the main process, while the workers wait for its tasks
                 seconds += workers * build_seconds(exp, point)
         seconds += task_count(exp, unmeasured) * executor_seconds(missing_experiment(target, plan))["task"]
+        # The run's last task (the last data point's last grid point): while it runs, the workers
+        # that are done wait, on average half of it.
+        keys = [params_key(data_params(exp.dataset, p)) for p in grid]
+        final = max(set(keys), key=keys.index)
+        last_point = [p for p, k in zip(grid, keys) if k == final][-1]
+        chunk = trials_per_task(exp.trials, workers)
+        seconds += (workers - 1) * chunk * sum(run_seconds(exp, unmeasured, last_point).values()) / 2
     if done < total:  # the main process's work, and the first use of the lines' kernels, in wall seconds
         seconds += workers * (composed + finish_seconds(target, exp, plan.missing) + _FIRST_USE[0] - first_use)
     return min(done, total), total, seconds / workers

@@ -2,6 +2,7 @@
 import importlib.util
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,22 @@ def test_status_from_scratch_counts_nothing_as_done(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         reproduce.main()
     assert "--from-scratch goes with --status" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(reproduce.cpu_count() < 2, reason="one worker waits for nobody")
+def test_the_estimate_counts_the_wait_for_the_last_task(monkeypatch):
+    """Two workers: when one is done, the other is on average half-way through the run's last task
+    (fig3a: 7 trials of its 8 lines, 0.1 s a run) -- a quarter of that task in wall seconds."""
+    monkeypatch.setattr(reproduce, "run_seconds", lambda exp, names, point, measure=False: dict.fromkeys(names, 0.1))
+    monkeypatch.setattr(reproduce, "build_seconds", lambda exp, point: 0.0)
+    monkeypatch.setattr(reproduce, "executor_seconds", lambda exp: {"startup": 7.0, "task": 0.0})
+    monkeypatch.setattr(reproduce, "finish_seconds", lambda target, exp, names: 3.0)
+    target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
+    with tempfile.TemporaryDirectory() as scratch:
+        done, total, seconds = reproduce.progress(target, Path(scratch), Path(scratch), n_jobs=2)
+    assert (done, total) == (0, 2160) and reproduce.trials_per_task(50, 2) == 7
+    expected = 2160 * 0.1 / 2 + 3 + 7 * 8 * 0.1 / 4  # plus composing the target, measured
+    assert expected <= seconds < expected + 1
 
 
 def test_executor_and_finish_are_measured():
