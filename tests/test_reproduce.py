@@ -75,6 +75,20 @@ def test_the_estimate_counts_the_wait_for_the_last_task(monkeypatch):
     assert expected <= seconds < expected + 1
 
 
+def test_estimate_vs_run_forgets_only_numbas_cache(tmp_path):
+    """scripts/estimate_vs_run.py runs each target with numba's on-disk cache removed (the workers
+    compile from nothing, as in a fresh clone); nothing else is touched."""
+    spec = importlib.util.spec_from_file_location("estimate_vs_run", ROOT / "scripts" / "estimate_vs_run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cache = tmp_path / "mechanisms" / "__pycache__"
+    cache.mkdir(parents=True)
+    for name in ("conditioned._phase-51.py311.nbi", "conditioned._phase-51.py311.1.nbc", "conditioned.cpython-311.pyc"):
+        (cache / name).write_text("")
+    module.forget_compiled(tmp_path)
+    assert [p.name for p in cache.iterdir()] == ["conditioned.cpython-311.pyc"]
+
+
 def test_executor_and_finish_are_measured():
     """The workers' start-up and a task's own cost, measured through the real executor with fig3a's
     first dataset instance; the target's main-process work by composing it and drawing its figures."""
