@@ -387,7 +387,7 @@ def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
     spectra: list[dict] = []
     if work:
         # The parent on one BLAS thread too: after a call (a data point's spectrum, say) OpenBLAS's
-        # idle threads spin, taking the workers' cores (a run of cheap tasks took 1.3x as long).
+        # idle threads spin, taking the workers' cores.
         with threadpool_limits(limits=1), trial_executor(experiment) as n_jobs, \
                 Progress(experiment.name, runs, workers=effective_n_jobs(n_jobs)) as progress:
             # tasks of a few trials: about 4 per worker per grid point, so counts rise as runs finish

@@ -23,7 +23,7 @@ NORM_BLOCK = 2**20  # entries of X per block in row_norms (8 MB)
 
 def row_norms(X: np.ndarray) -> np.ndarray:
     """np.linalg.norm(X, axis=1), the same bits, a block of rows at a time: no n x d temporary (for
-    n = 500000, d = 200 that is 800 MB of fresh memory, which costs seconds on a cold VM)."""
+    n = 500000, d = 200 that would be 800 MB of fresh memory)."""
     norms = np.empty(len(X))
     step = max(1, NORM_BLOCK // max(X.shape[1], 1))
     for start in range(0, len(X), step):

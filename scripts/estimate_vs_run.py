@@ -1,6 +1,7 @@
 """Check reproduce.py's time estimate target by target: estimate a target from nothing, then run it
 from nothing, then the next one -- so both see the machine at the same speed (a shared machine's
-speed drifts: the same in-process workload took 15.9 s and, an hour later, 19.3 s). Runs into a
+speed drifts: Fig. 4 ran in 253 s and, 50 minutes later, in 318 s; results/measurements/
+from_scratch.txt). Runs into a
 scratch directory; results/ is only read (the figures' drawing time, as --status does).
 
     python scripts/estimate_vs_run.py [TARGET ...]   # default: every target, in --all's order
@@ -45,7 +46,7 @@ def main() -> None:
             plan = reproduce.plan_target(target, -1, scratch, scratch)
             estimate += reproduce.executor_seconds(reproduce.missing_experiment(target, plan))["startup"]
             started = True
-        if len(rows) == 0:  # the run's workers start from nothing (later targets re-use them, as in --all)
+        if not rows:  # the run's workers start from nothing (later targets re-use them, as in --all)
             get_reusable_executor().shutdown(wait=True)
         forget_compiled()  # what the estimate compiled, the workers compile again (as in --all)
         began = time.perf_counter()

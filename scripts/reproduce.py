@@ -386,11 +386,10 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
             else:  # built once in the main process, while the workers wait for its tasks
                 seconds += workers * build_seconds(exp, point)
         seconds += task_count(exp, unmeasured) * executor_seconds(missing_experiment(target, plan))["task"]
-        # The run's last task (the last data point's last grid point): while it runs, the workers
-        # that are done wait, on average half of it.
-        keys = [params_key(data_params(exp.dataset, p)) for p in grid]
-        final = max(set(keys), key=keys.index)
-        last_point = [p for p, k in zip(grid, keys) if k == final][-1]
+        # The run's last task (the runner keeps a data point's grid points together, in the order the
+        # data points first appear: the last one's last point): while it runs, the workers that are
+        # done wait, on average half of it.
+        last_point = list(last.values())[-1]
         chunk = trials_per_task(exp.trials, workers)
         seconds += (workers - 1) * chunk * sum(run_seconds(exp, unmeasured, last_point).values()) / 2
     if done < total:  # the main process's work, and the first use of the lines' kernels, in wall seconds
