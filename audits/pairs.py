@@ -152,8 +152,9 @@ class Pair:
     problems: tuple = field(init=False)
 
     def __post_init__(self):
-        self.problems = (CovProblem.from_rows(self.D, radius=self.spec.radius),
-                         CovProblem.from_rows(self.Dp, radius=self.spec.radius))
+        # the rows too, for what needs them (the estimators' whole path: dpcov/audited.py)
+        self.problems = (CovProblem.from_rows(self.D, radius=self.spec.radius, rows=self.D),
+                         CovProblem.from_rows(self.Dp, radius=self.spec.radius, rows=self.Dp))
 
     def describe(self) -> str:
         moved = np.flatnonzero(np.any(self.D != self.Dp, axis=1))

@@ -27,11 +27,16 @@ from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mechanisms.mean import private_mean
+from mechanisms.norm_bound import clip_rows, private_norm_bound
 from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
-from mechanisms.problem import CovProblem
+from mechanisms.problem import CovProblem, row_norms
 from mechanisms.registry import check_options, get_mechanism, release
+from mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
+
+from .defaults import advise
 
 CENTERINGS = ("assume_centered", "private")
+TASKS = {"PrivateCovariance": "covariance", "PrivatePCA": "pca", "PrivateRidge": "ridge"}
 
 
 def _generator(random_state) -> np.random.Generator:
@@ -42,26 +47,47 @@ def _generator(random_state) -> np.random.Generator:
     raise ValueError(f"random_state must be an int, a numpy.random.Generator or None, got {random_state!r}")
 
 
-class _PrivateFit:
-    """The shared steps of every estimator's fit: check the declarations, bound the rows, centre, and
-    release the covariance through one accountant."""
+def _share(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+    return float(value)
 
-    def _check_declarations(self):
+
+class _PrivateFit:
+    """The shared steps of every estimator's fit: check the declarations, choose the mechanism, bound the
+    rows, centre, and release the covariance through one accountant."""
+
+    def _check_declarations(self, n: int, d: int, k: int | None = None):
         if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
             raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
         if self.radius is None:
             raise ValueError(f"{type(self).__name__} needs radius=: a public bound on every row's l2 norm (not "
                              f"taken from the data, which would not be private); e.g. radius=1.0 for rows "
-                             f"scaled into the unit ball, and clip=True to project rows outside it onto it")
-        if isinstance(self.radius, bool) or not isinstance(self.radius, (int, float, np.floating)) \
-                or not np.isfinite(self.radius) or self.radius <= 0:
-            raise ValueError(f"radius must be a finite number > 0, got {self.radius!r}")
+                             f"scaled into the unit ball, and clip=True to project rows outside it onto it; or "
+                             f"radius='private' to spend radius_share of the budget on a private bound")
+        if self.radius != "private" and (isinstance(self.radius, (bool, str)) or
+                                         not isinstance(self.radius, (int, float, np.floating))
+                                         or not np.isfinite(self.radius) or self.radius <= 0):
+            raise ValueError(f"radius must be a finite number > 0 or 'private', got {self.radius!r}")
+        if self.radius == "private":
+            _share("radius_share", self.radius_share)
         if self.centering not in CENTERINGS:
             raise ValueError(f"centering must be 'assume_centered' (the data are centred with public knowledge) "
                              f"or 'private' (a private mean spends mean_share of the budget), got {self.centering!r}")
-        if self.centering == "private" and not (isinstance(self.mean_share, (int, float)) and 0 < self.mean_share < 1):
-            raise ValueError(f"mean_share must lie in (0, 1), got {self.mean_share!r}")
-        mechanism = get_mechanism(self.mechanism)
+        if self.centering == "private":
+            _share("mean_share", self.mean_share)
+        if self._spent_before_release() >= 1:
+            raise ValueError(f"radius_share + mean_share must leave the covariance a share of the budget, got "
+                             f"{self._spent_before_release():g}")
+        if self.mechanism == "auto":
+            if self.mechanism_options:
+                raise ValueError("mechanism_options need a named mechanism: with mechanism='auto' the choice is "
+                                 "the suite's, and so are its options")
+            self.advice_ = advise(TASKS[type(self).__name__], n, d, self.budget, k)
+            mechanism = get_mechanism(self.advice_.mechanism)
+        else:
+            mechanism = get_mechanism(self.mechanism)
+            self.advice_ = None
         if mechanism.needs:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
                              f"estimator's mechanism")
@@ -75,41 +101,70 @@ class _PrivateFit:
             budget_guaranteeing(self.budget, mechanism.notion)
         except ValueError as err:
             raise ValueError(f"mechanism {mechanism.name!r} ({mechanism.notion.__name__}) cannot meet budget "
-                             f"{self.budget}: {err}") from None
+                             f"{self.budget}: {err}; mechanism='auto' chooses one that can") from None
         return mechanism
 
-    def _bounded(self, X: np.ndarray) -> np.ndarray:
-        norms = np.linalg.norm(X, axis=1)
-        outside = norms > self.radius * (1 + 1e-12)
-        if outside.any():
-            if not self.clip:
-                raise ValueError(f"{int(outside.sum())} of {len(X)} rows have norm > radius = {self.radius:g} (largest "
-                                 f"{norms.max():.6g}): pass a radius that bounds every row, or clip=True to project "
-                                 f"them onto the ball")
-            X = X.copy()
-            X[outside] *= (self.radius / norms[outside])[:, None]
-        return X
+    def _spent_before_release(self) -> float:
+        return (self.radius_share if self.radius == "private" else 0.0) + \
+            (self.mean_share if self.centering == "private" else 0.0)
 
-    def _private_covariance(self, X: np.ndarray, options: dict | None = None, spectral: bool = False,
+    def _bounded(self, X: np.ndarray, accountant: Accountant, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+        """(the rows inside the ball, its radius): the public radius (rows outside it an error, or clipped
+        with clip=True), or a private bound on the norms (radius_share of the budget), rows clipped to it."""
+        norms = row_norms(X)
+        if self.radius == "private":
+            radius = private_norm_bound(norms, self.budget.scaled(self.radius_share), accountant, rng)
+            return clip_rows(X, radius, norms)[0], radius
+        radius = float(self.radius)
+        outside = norms > radius * (1 + 1e-12)
+        if outside.any() and not self.clip:
+            raise ValueError(f"{int(outside.sum())} of {len(X)} rows have norm > radius = {radius:g} (largest "
+                             f"{norms.max():.6g}): pass a radius that bounds every row, clip=True to project "
+                             f"them onto the ball, or radius='private'")
+        return clip_rows(X, radius, np.where(outside, norms, 0.0))[0], radius
+
+    def _private_covariance(self, X: np.ndarray, components: int | None = None, spectral: bool = False,
                             clamp: bool = True):
-        """(release, centre, radius of the centred rows, n) with ``ledger_`` and ``budget_spent_`` set."""
-        mechanism = self._check_declarations()
-        X = self._bounded(np.asarray(X, dtype=float))
+        """(release, centre, radius of the released rows, n) with ``ledger_``, ``budget_spent_``,
+        ``mechanism_``, ``advice_`` and ``radius_`` set.
+
+        ``components``: draw only that many eigenvectors, when the mechanism can stop early (PCA).
+        Centring (centering="private") by the route that measured best (docs/estimators.md):
+        - the second moment M = X^T X / n of the rows in the r-ball and a private mean, Sigma = M~ - mu~ mu~^T
+          (post-processing of two releases, basic composition): the noise is that of rows in the r-ball,
+          not the 2r-ball of rows minus a mean. For mechanisms calibrated to the declared radius;
+        - rows minus the released mean mu~, which lie in the (r + ||mu~||)-ball (mu~ is public once
+          released: adaptive composition). For a top-k draw (eigenvectors of the centred rows) and for
+          mechanisms that adapt to the rows' norms (``Mechanism.centre_rows``: AdaptiveCov clips the
+          centred rows at a private radius, often far inside the declared one).
+        """
+        n, d = X.shape
+        mechanism = self._check_declarations(n, d, components)
+        top_k = components is not None and "components" in mechanism.option_names()
         rng = _generator(self.random_state)
         accountant = Accountant(self.budget)
-        radius, centre, cov_budget = float(self.radius), np.zeros(X.shape[1]), self.budget
+        X, radius = self._bounded(X, accountant, rng)
+        centre = np.zeros(d)
+        cov_budget = self.budget.scaled(1 - self._spent_before_release())
         if self.centering == "private":
             centre = private_mean(X, radius, self.budget.scaled(self.mean_share), accountant, rng)
-            cov_budget = self.budget.scaled(1 - self.mean_share)
-            X, radius = X - centre, 2 * radius  # ||x - centre|| <= ||x|| + ||centre|| <= 2r
+            if top_k or mechanism.centre_rows:
+                X, radius = X - centre, radius + float(np.linalg.norm(centre))
         problem = CovProblem.from_rows(X, radius=radius)
-        estimate, inner = release(mechanism.name, problem, cov_budget, rng,
-                                  options={**dict(self.mechanism_options or {}), **(options or {})},
-                                  spectral=spectral, clamp=clamp)
+        options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {})}
+        second_moment = self.centering == "private" and not (top_k or mechanism.centre_rows)
+        estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
+                                  spectral=spectral and not second_moment, clamp=clamp and not second_moment)
+        if second_moment:  # Sigma~ = M~ - mu~ mu~^T, then the clamp (post-processing)
+            sigma = as_matrix(estimate) - np.outer(centre, centre)
+            estimate = Spectral.of((sigma + sigma.T) / 2) if spectral else sigma
+            if clamp:
+                estimate = clamp_eigenvalues(estimate, 0.0, radius**2)
         accountant.spend(cov_budget, f"covariance: {mechanism.label} ({mechanism.name})")
         self.ledger_ = accountant.ledger[:-1] + [(f"covariance: {what}", b) for what, b in inner.ledger]
         self.budget_spent_ = accountant.spent
         self.mechanism_ = mechanism.name
+        self.radius_ = radius
         return estimate, centre, radius, problem.n
 
 
@@ -120,13 +175,14 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
     Fitted: ``covariance_`` (d x d, eigenvalues clamped into [0, r^2] as every release is), ``location_``
     (the centre used), ``ledger_``, ``budget_spent_``, ``mechanism_``, ``n_features_in_``."""
 
-    def __init__(self, mechanism="adaptive", budget=ZCDP(0.1), radius=None, centering=None, mean_share=0.1,
-                 mechanism_options=None, clip=False, random_state=None):
+    def __init__(self, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None, mean_share=0.1,
+                 radius_share=0.1, mechanism_options=None, clip=False, random_state=None):
         self.mechanism = mechanism
         self.budget = budget
         self.radius = radius
         self.centering = centering
         self.mean_share = mean_share
+        self.radius_share = radius_share
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state
@@ -148,14 +204,15 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
     Fitted: ``components_`` (k x d, rows), ``explained_variance_`` (the private eigenvalues, clamped into
     [0, r^2]), ``mean_``, ``n_components_``, ``ledger_``, ``budget_spent_``, ``mechanism_``."""
 
-    def __init__(self, n_components=2, mechanism="itu", budget=PureDP(1.0), radius=None, centering=None,
-                 mean_share=0.1, mechanism_options=None, clip=False, random_state=None):
+    def __init__(self, n_components=2, mechanism="auto", budget=PureDP(1.0), radius=None, centering=None,
+                 mean_share=0.1, radius_share=0.1, mechanism_options=None, clip=False, random_state=None):
         self.n_components = n_components
         self.mechanism = mechanism
         self.budget = budget
         self.radius = radius
         self.centering = centering
         self.mean_share = mean_share
+        self.radius_share = radius_share
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state
@@ -166,9 +223,7 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
         k = self.n_components
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
             raise ValueError(f"n_components must be an integer in [1, n_features = {d}], got {k!r}")
-        top_k = "components" in get_mechanism(self.mechanism).option_names()
-        spectral, self.mean_, radius, _ = self._private_covariance(X, {"components": int(k)} if top_k else None,
-                                                                    spectral=True, clamp=False)
+        spectral, self.mean_, radius, _ = self._private_covariance(X, components=int(k), spectral=True, clamp=False)
         order = np.argsort(-spectral.values, kind="stable")[:k]  # largest private eigenvalues first (unclamped)
         self.components_ = spectral.vectors[:, order].T.copy()
         self.explained_variance_ = np.clip(spectral.values[order], 0.0, radius**2)  # post-processing
@@ -205,14 +260,15 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
     Fitted: ``coef_``, ``intercept_``, ``covariance_`` (of [x, y]), ``ledger_``, ``budget_spent_``,
     ``mechanism_``, ``n_features_in_``."""
 
-    def __init__(self, alpha=1.0, mechanism="adaptive", budget=ZCDP(0.1), radius=None, centering=None,
-                 mean_share=0.1, mechanism_options=None, clip=False, random_state=None):
+    def __init__(self, alpha=1.0, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
+                 mean_share=0.1, radius_share=0.1, mechanism_options=None, clip=False, random_state=None):
         self.alpha = alpha
         self.mechanism = mechanism
         self.budget = budget
         self.radius = radius
         self.centering = centering
         self.mean_share = mean_share
+        self.radius_share = radius_share
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state

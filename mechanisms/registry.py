@@ -63,6 +63,10 @@ class Mechanism:
     # (option, value) pairs that make a release NOT private at the claimed budget: the papers' or their
     # code's calibrations kept to reproduce published figures ("as published"); the estimators refuse them
     not_private: tuple = ()
+    # centred by subtracting a released mean from the rows (dpcov's estimators, centering="private"), not
+    # by the second moment minus the mean's outer product: for mechanisms that adapt to the rows' own
+    # norms (a private clipping radius), which the centred rows' smaller norms serve better
+    centre_rows: bool = False
 
     def option_names(self) -> list[str]:
         params = inspect.signature(self.fn).parameters.values()
@@ -94,7 +98,8 @@ MECHANISMS = {m.name: m for m in [
               predict=gaussian.SEPARATE_PREDICTION, audit=_SPECTRAL_AUDIT, style=("tab:orange", "s")),
     Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2",
               predict=adaptive.ADAPTIVE_PREDICTION,
-              audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^")),
+              audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^"),
+              centre_rows=True),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
               audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o")),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
@@ -113,7 +118,7 @@ MECHANISMS = {m.name: m for m in [
               predict=laplace.SEPARATE_LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:orange", "s")),
     Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
               predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
-              style=("tab:green", "^")),
+              style=("tab:green", "^"), centre_rows=True),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
@@ -189,7 +194,7 @@ def _check_signature(fn: Callable) -> None:
 
 def register_mechanism(*, notion, label: str | None = None, name: str | None = None, source: str = "",
                        predict=None, audit: AuditNeeds | None = None, style: tuple[str, str] | None = None,
-                       needs: tuple[str, ...] = ()):
+                       needs: tuple[str, ...] = (), centre_rows: bool = False):
     """Declare a function as a mechanism of privacy ``notion`` (ZCDP, PureDP or ApproxDP, or
     "zcdp" / "pure" / "approx"): release runs it at the largest budget of that notion implying the
     requested one, and it must spend that budget through the accountant it is given.
@@ -201,7 +206,8 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
     predicted error (a ``Prediction``/``Bound`` of mechanisms/predictions.py, or a function
     ``(facts, budget) -> E||S~ - Sigma||_F`` or None) for the advisor and the figures' overlays;
     ``audit``, an ``AuditNeeds`` (profile, neighbour pairs, options the audits need); ``style``, its
-    (colour, marker) on figures; ``needs``, what it needs besides bounded rows (e.g. ("raw rows",)).
+    (colour, marker) on figures; ``needs``, what it needs besides bounded rows (e.g. ("raw rows",));
+    ``centre_rows``, how dpcov's estimators centre for it (``Mechanism.centre_rows``).
     """
     notion = _notion(notion)
     predict = _prediction(predict)
@@ -219,7 +225,8 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
         _check_signature(fn)
         path = f"{fn.__module__}:{fn.__qualname__}"
         mechanism = Mechanism(name or path, label or fn.__name__, notion, fn, source or path, plugin=True,
-                              predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs))
+                              predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs),
+                              centre_rows=bool(centre_rows))
         if name is not None:
             if name in MECHANISMS:
                 raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")

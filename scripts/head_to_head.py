@@ -32,29 +32,30 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from scipy.special import i0e, i1e
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import dpcov  # noqa: E402
+from dpcov.defaults import candidates  # noqa: E402
+from dpcov.measure import score_fit  # noqa: E402
 from data.mnist import mnist  # noqa: E402
 from data.uci import TARGETS, uci  # noqa: E402
 from figures.style import style_for  # noqa: E402
 from mechanisms.bingham import sample_bingham_eigen  # noqa: E402
 
 OUT = ROOT / "results" / "head_to_head"
-EPSILONS = (1.0, 4.0, 16.0)  # below 1 every private PCA here is a random subspace
-COMPONENTS = {"wine": 3, "adult": 5, "mnist49": 5}
-OURS_PCA = {"dpcov IT-U": "itu", "dpcov AD": "ad"}
-OURS_REGRESSION = {"dpcov SeparateCov": "separate_lap", "dpcov AD": "ad"}
+EPSILONS = (0.5, 1.0, 2.0, 4.0, 16.0)
+COMPONENTS = {"wine": 3, "adult": 5, "mnist49": 5, "digits": 5, "cancer": 5}
+DEFAULT = "dpcov default"  # every parameter but the budget, radius=1.0 and centering="private" left alone
+BEST = "dpcov best"  # per cell, the registered mechanism with the best mean through the same estimator
 PEERS_PCA = {"diffprivlib PCA": "diffprivlib_pca", "OpenDP PCA": "opendp_pca"}
 PEERS_REGRESSION = {"diffprivlib LinearRegression": "diffprivlib_lr"}
 KAPPAS = (1.0, 10.0, 100.0)
 PEER_LOOKS = {"diffprivlib": ("tab:green", "s"), "OpenDP": ("tab:purple", "D")}
-LOOKS = {"dpcov IT-U": (style_for("IT-U").colour, style_for("IT-U").marker),
-         "dpcov AD": (style_for("AD").colour, style_for("AD").marker),
-         "dpcov SeparateCov": (style_for("SeparateCov").colour, style_for("SeparateCov").marker),
+LOOKS = {DEFAULT: ("tab:blue", "o"), BEST: ("tab:red", "*"),
          "diffprivlib PCA": PEER_LOOKS["diffprivlib"], "OpenDP PCA": PEER_LOOKS["OpenDP"],
          "diffprivlib LinearRegression": PEER_LOOKS["diffprivlib"]}
 
@@ -62,6 +63,16 @@ LOOKS = {"dpcov IT-U": (style_for("IT-U").colour, style_for("IT-U").marker),
 # --- data ------------------------------------------------------------------------------------------------
 
 def pca_data(name: str, data_dir=None) -> np.ndarray:
+    """Rows in the unit ball by public scalings: MNIST pooled 4 x 4 times 4; scikit-learn's digits (pixels
+    <= 16) over 16 sqrt(64); breast cancer and the UCI sets min-max scaled (the loaders' rule, which reads
+    the columns' ranges) into the ball."""
+    from sklearn.datasets import load_breast_cancer, load_digits
+    from sklearn.preprocessing import MinMaxScaler
+
+    if name == "digits":
+        return load_digits().data / 128.0
+    if name == "cancer":
+        return MinMaxScaler().fit_transform(load_breast_cancer().data) / np.sqrt(30)
     if name == "mnist49":
         X = mnist(0, -1, np.random.default_rng(0), data_dir).X  # all 60000 rows, pixels / (255 * 28): ||x|| <= 1
         pooled = X.reshape(len(X), 7, 4, 7, 4).mean(axis=(2, 4)).reshape(len(X), 49)
@@ -117,32 +128,55 @@ def peer_rows(python: str | None, method: str, spec: dict, X=None, y=None, timeo
 
 # --- measurements ---------------------------------------------------------------------------------------
 
+def ours(task: str, budget) -> dict:
+    """label -> mechanism: the default ("auto") and every registered candidate (for the per-cell best)."""
+    return {DEFAULT: "auto", **{f"dpcov {m}": m for m in candidates(task, budget)}}
+
+
+def measure_ours(task: str, X, y, k, eps, trials, seed) -> list[dict]:
+    budget = dpcov.PureDP(eps)
+    labels = ours(task, budget)
+    jobs = [(label, trial, delayed(score_fit)(task, mechanism, budget, X, y, k or 1, 1000 * trial + seed))
+            for label, mechanism in labels.items() for trial in range(trials)]
+    outs = Parallel(n_jobs=-1)(job for *_, job in jobs)
+    return [{"method": label, "trial": trial, "status": "ok", "value": value, "chosen": chosen, "seconds": seconds}
+            for (label, trial, _), (value, chosen, seconds) in zip(jobs, outs)]
+
+
 def measure_pca(datasets, epsilons, trials, python, timeout, data_dir=None) -> pd.DataFrame:
     rows = []
     for name in datasets:
         X = pca_data(name, data_dir)
         k = COMPONENTS[name]
         for eps in epsilons:
-            for index, (label, mechanism) in enumerate(OURS_PCA.items()):
-                for trial in range(trials):
-                    start = time.perf_counter()
-                    model = dpcov.PrivatePCA(k, mechanism=mechanism, budget=dpcov.PureDP(eps), radius=1.0,
-                                             centering="private", random_state=1000 * trial + 7 + index).fit(X)
-                    rows.append({"dataset": name, "d": X.shape[1], "n": len(X), "k": k, "eps": eps, "method": label,
-                                 "trial": trial, "status": "ok", "seconds": time.perf_counter() - start,
-                                 "captured": dpcov.captured_variance_ratio(model.components_, X)})
+            facts = {"dataset": name, "d": X.shape[1], "n": len(X), "k": k, "eps": eps}
+            for out in measure_ours("pca", X, None, k, eps, trials, 7):
+                rows.append({**facts, **out, "captured": out.pop("value", np.nan)})
             for label, method in PEERS_PCA.items():
                 spec = {"epsilon": eps, "k": k, "trials": trials, "seed": 7}
                 for trial, out in enumerate(peer_rows(python, method, spec, X, timeout=timeout)):
-                    row = {"dataset": name, "d": X.shape[1], "n": len(X), "k": k, "eps": eps, "method": label,
-                           "trial": trial, "status": out.get("status", "ok"), "seconds": out.get("seconds", np.nan),
-                           "detail": out.get("detail", "")}
+                    row = {**facts, "method": label, "trial": trial, "status": out.get("status", "ok"),
+                           "seconds": out.get("seconds", np.nan), "detail": out.get("detail", "")}
                     if "components" in out:
                         V = np.asarray(out["components"], dtype=float)
                         V = np.linalg.qr(V.T)[0].T  # (their rows are orthonormal up to rounding)
                         row["captured"] = dpcov.captured_variance_ratio(V, X)
                     rows.append(row)
             print(f"pca {name} eps={eps:g} done", flush=True)
+    return pd.DataFrame(rows)
+
+
+def measure_covariance(datasets, epsilons, trials, data_dir=None) -> pd.DataFrame:
+    """dpcov's PrivateCovariance (the peers release no covariance): Frobenius error / ||Sigma||_F."""
+    rows = []
+    for name in datasets:
+        X = pca_data(name, data_dir)
+        scale = float(np.linalg.norm(np.cov(X.T, bias=True)))
+        for eps in epsilons:
+            facts = {"dataset": name, "d": X.shape[1], "n": len(X), "eps": eps}
+            for out in measure_ours("covariance", X, None, None, eps, trials, 13):
+                rows.append({**facts, **out, "fro_rel": out.pop("value", np.nan) / scale})
+            print(f"covariance {name} eps={eps:g} done", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -154,19 +188,13 @@ def measure_regression(datasets, epsilons, trials, python, timeout, data_dir=Non
         X, y = regression_data(name, data_dir)
         mse_ols = float(np.mean((LinearRegression().fit(X, y).predict(X) - y) ** 2))
         for eps in epsilons:
-            for index, (label, mechanism) in enumerate(OURS_REGRESSION.items()):
-                for trial in range(trials):
-                    start = time.perf_counter()
-                    model = dpcov.PrivateRidge(alpha=1.0, mechanism=mechanism, budget=dpcov.PureDP(eps), radius=1.0,
-                                               centering="private", random_state=1000 * trial + 11 + index).fit(X, y)
-                    seconds = time.perf_counter() - start
-                    rows.append({"dataset": name, "d": X.shape[1], "n": len(X), "eps": eps, "method": label,
-                                 "trial": trial, "status": "ok", "seconds": seconds,
-                                 "mse_ratio": float(np.mean((model.predict(X) - y) ** 2)) / mse_ols})
+            facts = {"dataset": name, "d": X.shape[1], "n": len(X), "eps": eps}
+            for out in measure_ours("ridge", X, y, None, eps, trials, 11):
+                rows.append({**facts, **out, "mse_ratio": out.pop("value", np.nan) / mse_ols})
             for label, method in PEERS_REGRESSION.items():
                 spec = {"epsilon": eps, "trials": trials, "seed": 11}
                 for trial, out in enumerate(peer_rows(python, method, spec, X, y, timeout=timeout)):
-                    row = {"dataset": name, "d": X.shape[1], "n": len(X), "eps": eps, "method": label, "trial": trial,
+                    row = {**facts, "method": label, "trial": trial,
                            "status": out.get("status", "ok"), "seconds": out.get("seconds", np.nan),
                            "detail": out.get("detail", "")}
                     if "coef" in out:
@@ -211,6 +239,33 @@ def measure_samplers(kappas, draws, python, timeout) -> pd.DataFrame:
 
 # --- report ---------------------------------------------------------------------------------------------
 
+SECTIONS = (("pca", "captured", True, "PCA: captured variance of the private top-k subspace / the best k-subspace's",
+             "1 = exact PCA"),
+            ("covariance", "fro_rel", False, "Covariance: ||Sigma~ - Sigma||_F / ||Sigma||_F (dpcov only: the peers "
+             "release no covariance)", "0 = exact"),
+            ("regression", "mse_ratio", False, "Regression: MSE / non-private least squares' MSE", "1 = non-private"))
+
+
+def collapse(frame: pd.DataFrame, column: str, higher: bool) -> pd.DataFrame:
+    """dpcov's rows as two methods: the default (its choice in ``detail``) and, per cell, the registered
+    mechanism with the best mean (its name in ``detail``); the peers' rows unchanged."""
+    parts = []
+    for _, part in frame.groupby(["dataset", "eps"], sort=False):
+        mine = part[part.method.str.startswith("dpcov ") & (part.method != DEFAULT) & (part.status == "ok")]
+        means = mine.groupby("method")[column].mean()
+        default = part[part.method == DEFAULT].copy()
+        if "chosen" in default:
+            default["detail"] = default["chosen"]
+        parts.append(default)
+        if len(means):
+            best = means.idxmax() if higher else means.idxmin()
+            rows = part[part.method == best].copy()
+            rows["detail"], rows["method"] = best.removeprefix("dpcov "), BEST
+            parts.append(rows)
+        parts.append(part[~part.method.str.startswith("dpcov ")])
+    return pd.concat(parts, ignore_index=True)
+
+
 def cell(part: pd.DataFrame, column: str) -> str:
     ok = part[part.status == "ok"]
     if ok.empty:
@@ -218,17 +273,21 @@ def cell(part: pd.DataFrame, column: str) -> str:
         return f"{status} (> {part.seconds.max():.0f} s)" if status == "timeout" else status
     mean, sem = ok[column].mean(), ok[column].std(ddof=1) / math.sqrt(len(ok)) if len(ok) > 1 else 0.0
     extra = f", {len(part) - len(ok)} timeout" if len(ok) < len(part) else ""
-    return f"{mean:.3f} ± {sem:.3f}{extra}"
+    name = f" ({ok.detail.iloc[0]})" if part.method.iloc[0] in (DEFAULT, BEST) and "detail" in ok else ""
+    return f"{mean:.3f} ± {sem:.3f}{name}{extra}"
 
 
-def table(pca: pd.DataFrame, regression: pd.DataFrame, samplers: pd.DataFrame) -> str:
+def table(frames: dict, samplers: pd.DataFrame) -> str:
     lines = ["# Head-to-head: dpcov, diffprivlib 0.6.6, OpenDP at equal ε", "",
              "Generated by `python scripts/head_to_head.py` (README, \"Head-to-head\"). Mean ± standard error over",
-             "trials; seconds: median wall time of one fit on the 2-core machine.", ""]
-    for title, frame, column, what in (("PCA: captured variance of the private top-k subspace / the best k-subspace's",
-                                        pca, "captured", "1 = exact PCA"),
-                                       ("Regression: MSE / non-private least squares' MSE", regression, "mse_ratio",
-                                        "1 = non-private")):
+             "trials; seconds: median wall time of one fit on the 2-core machine. dpcov default: the estimator with",
+             "every default left alone (mechanism=\"auto\"; its choice in brackets), radius=1.0 and",
+             "centering=\"private\"; dpcov best: per cell, the registered mechanism with the best mean through the",
+             "same estimator (chosen after the fact: an oracle, not a private choice).", ""]
+    for kind, column, higher, title, what in SECTIONS:
+        if kind not in frames:
+            continue
+        frame = collapse(frames[kind], column, higher)
         lines += [f"## {title} ({what})", ""]
         methods = list(dict.fromkeys(frame.method))
         lines += ["| data (n, d) | ε | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
@@ -260,52 +319,52 @@ def table(pca: pd.DataFrame, regression: pd.DataFrame, samplers: pd.DataFrame) -
     return "\n".join(lines) + "\n"
 
 
-def figure(pca: pd.DataFrame, regression: pd.DataFrame, stem: Path) -> None:
+def figure(frames: dict, stem: Path, timeout: float = 60.0) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("pca", name, part) for name, part in pca.groupby("dataset", sort=False)] + \
-             [("regression", name, part) for name, part in regression.groupby("dataset", sort=False)]
-    columns = max(len(pca.dataset.unique()), len(regression.dataset.unique()), 1)
-    fig, axes = plt.subplots(2, columns, figsize=(4.2 * columns, 7.4), squeeze=False)
+    sections = [s for s in SECTIONS if s[0] in frames]
+    columns = max(frames[s[0]].dataset.nunique() for s in sections)
+    fig, axes = plt.subplots(len(sections), columns, figsize=(3.6 * columns, 3.5 * len(sections)), squeeze=False)
     for ax in axes.flat:
         ax.set_visible(False)
-    for kind, name, part in panels:
-        row = 0 if kind == "pca" else 1
-        ax = axes[row][list(dict.fromkeys(p[1] for p in panels if p[0] == kind)).index(name)]
-        ax.set_visible(True)
-        column = "captured" if kind == "pca" else "mse_ratio"
-        late = []
-        for method, sub in part.groupby("method", sort=False):
-            colour, marker = LOOKS.get(method, (style_for(method).colour, style_for(method).marker))
-            ok = sub[sub.status == "ok"]
-            if len(ok):
-                stats = ok.groupby("eps")[column]
-                ax.errorbar(stats.mean().index, stats.mean(), yerr=1.96 * stats.sem().fillna(0), color=colour,
-                            marker=marker, label=method, capsize=2)
-            timed_out = sorted(set(sub[sub.status == "timeout"].eps) - set(ok.eps))
-            if timed_out:
-                late.append((method, colour, timed_out))
-        top = ax.get_ylim()[1]
-        for shift, (method, colour, eps) in enumerate(late):  # a peer that timed out at every trial there
-            ax.plot(np.asarray(eps) * 1.12**shift, [top] * len(eps), linestyle="none", marker="x", ms=9,
-                    color=colour, clip_on=False, label=f"{method}: timeout (> 60 s)")
-        ax.set_xscale("log")
-        if kind == "regression":
-            ax.set_yscale("log")
-        first = part.iloc[0]
-        ax.set_title(f"{name} (n = {first.n}, d = {first.d})", fontsize=9)
-        ax.set_xlabel("ε")
-        ax.set_ylabel("captured variance / exact PCA's" if kind == "pca" else "MSE / least squares' MSE")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("dpcov vs diffprivlib 0.6.6 and OpenDP 0.16 at equal ε (× at the top edge: a peer's timeout)",
-                 fontsize=10)
+    for row, (kind, column, higher, title, what) in enumerate(sections):
+        frame = collapse(frames[kind], column, higher)
+        for index, (name, part) in enumerate(frame.groupby("dataset", sort=False)):
+            ax = axes[row][index]
+            ax.set_visible(True)
+            late = []
+            for method, sub in part.groupby("method", sort=False):
+                colour, marker = LOOKS.get(method, (style_for(method).colour, style_for(method).marker))
+                ok = sub[sub.status == "ok"]
+                if len(ok):
+                    stats = ok.groupby("eps")[column]
+                    ax.errorbar(stats.mean().index, stats.mean(), yerr=1.96 * stats.sem().fillna(0), color=colour,
+                                marker=marker, label=method, capsize=2)
+                timed_out = sorted(set(sub[sub.status == "timeout"].eps) - set(ok.eps))
+                if timed_out:
+                    late.append((method, colour, timed_out))
+            top = ax.get_ylim()[1]
+            for shift, (method, colour, eps) in enumerate(late):  # a peer that timed out at every trial there
+                ax.plot(np.asarray(eps) * 1.12**shift, [top] * len(eps), linestyle="none", marker="x", ms=9,
+                        color=colour, clip_on=False, label=f"{method}: timeout (> {timeout:g} s)")
+            ax.set_xscale("log")
+            if kind != "pca":
+                ax.set_yscale("log")
+            first = part.iloc[0]
+            ax.set_title(f"{kind}: {name} (n = {first.n}, d = {first.d})", fontsize=9)
+            ax.set_xlabel("ε")
+            ax.set_ylabel({"pca": "captured variance / exact PCA's", "covariance": "‖Σ̃ − Σ‖F / ‖Σ‖F",
+                           "regression": "MSE / least squares' MSE"}[kind])
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=6)
+    fig.suptitle("dpcov (default and best per cell) vs diffprivlib 0.6.6 and OpenDP 0.16 at equal ε "
+                 "(× at the top edge: a peer's timeout)", fontsize=10)
     fig.tight_layout()
     stem.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(stem.with_suffix(".png"), dpi=120)
+    fig.savefig(stem.with_suffix(".png"), dpi=110)
     fig.savefig(stem.with_suffix(".pdf"), metadata={"CreationDate": None, "ModDate": None})
     plt.close(fig)
 
@@ -322,6 +381,7 @@ def main(argv=None) -> None:
                         help="seconds for one sampler's draws at one kappa (default 600)")
     parser.add_argument("--quick", action="store_true", help="wine only, 2 trials, 2000 draws (a smoke run)")
     parser.add_argument("--redraw", action="store_true", help="only rewrite table.md and the figure from the CSVs")
+    parser.add_argument("--keep-samplers", action="store_true", help="reuse the committed samplers.csv")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
@@ -329,25 +389,29 @@ def main(argv=None) -> None:
     if python is not None and not Path(python).exists():
         parser.error(f"--peers-python {python}: no such interpreter")
     pca_sets, reg_sets, trials, draws = (["wine"], ["wine"], 2, 2000) if args.quick else \
-        (["wine", "mnist49", "adult"], ["wine", "airfoil", "adult"], args.trials, args.draws)
+        (["wine", "cancer", "digits", "mnist49", "adult"], ["wine", "airfoil", "adult"], args.trials, args.draws)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+
+    def read(name):
+        return pd.read_csv(out / f"{name}.csv", keep_default_na=False, na_values=[""])
+
     if args.redraw:
-        pca, regression, samplers = (pd.read_csv(out / f"{n}.csv", keep_default_na=False, na_values=[""])
-                                     for n in ("pca", "regression", "samplers"))
-        (out / "table.md").write_text(table(pca, regression, samplers))
-        figure(pca, regression, out / "head_to_head")
+        frames = {kind: read(kind) for kind, *_ in SECTIONS if (out / f"{kind}.csv").exists()}
+        (out / "table.md").write_text(table(frames, read("samplers")))
+        figure(frames, out / "head_to_head", args.timeout)
         print(f"redrew {out}/table.md and head_to_head.png")
         return
-    samplers = measure_samplers(KAPPAS, draws, python, args.sampler_timeout)
-    pca = measure_pca(pca_sets, EPSILONS, trials, python, args.timeout, args.data_dir)
-    regression = measure_regression(reg_sets, EPSILONS, trials, python, args.timeout, args.data_dir)
-    for name, frame in (("pca", pca), ("regression", regression), ("samplers", samplers)):
+    samplers = read("samplers") if args.keep_samplers else measure_samplers(KAPPAS, draws, python, args.sampler_timeout)
+    frames = {"pca": measure_pca(pca_sets, EPSILONS, trials, python, args.timeout, args.data_dir),
+              "covariance": measure_covariance(pca_sets, EPSILONS, trials, args.data_dir),
+              "regression": measure_regression(reg_sets, EPSILONS, trials, python, args.timeout, args.data_dir)}
+    for name, frame in (*frames.items(), ("samplers", samplers)):
         frame.to_csv(out / f"{name}.csv", index=False)
-    (out / "table.md").write_text(table(pca, regression, samplers))
-    figure(pca, regression, out / "head_to_head")
+    (out / "table.md").write_text(table(frames, samplers))
+    figure(frames, out / "head_to_head", args.timeout)
     print((out / "table.md").read_text())
-    print(f"wrote {out}/ (pca.csv, regression.csv, samplers.csv, table.md, head_to_head.png)")
+    print(f"wrote {out}/ (pca.csv, covariance.csv, regression.csv, samplers.csv, table.md, head_to_head.png)")
 
 
 if __name__ == "__main__":

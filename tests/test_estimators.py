@@ -151,7 +151,7 @@ def test_nothing_is_taken_from_the_data_silently(data):
     for bad, message in [(dict(budget=0.1), "budget must be"), (dict(radius=-1), "radius must be"),
                          (dict(mean_share=1.0), "mean_share must lie"), (dict(mechanism="gaus"), "unknown mechanism"),
                          (dict(mechanism="stable_gsampling"), "needs raw rows"),
-                         (dict(mechanism_options={"tau": 1}), "unknown option"),
+                         (dict(mechanism="gauss", mechanism_options={"tau": 1}), "unknown option"),
                          (dict(random_state="x"), "random_state must be")]:
         with pytest.raises((ValueError, TypeError), match=message):
             dpcov.PrivateCovariance(**{**DECLARED, **bad}).fit(X)

@@ -1,0 +1,59 @@
+"""dpcov's estimators end to end, as mechanisms the black-box audits can run: the private norm bound
+(radius="private"), the clipping, the private mean, the choice of mechanism="auto" and the release,
+one per notion of budget.
+
+    python scripts/audit.py dpcov.audited:covariance_zcdp --seconds 60
+    python scripts/audit.py dpcov.audited:covariance_pure --seconds 60
+    python scripts/audit.py dpcov.audited:covariance_approx --seconds 60
+
+Each reads the pair's raw rows (audits/pairs.py keeps them), fits ``PrivateCovariance`` with every
+default and radius="private", centering="private", at the budget the audit claims, and charges what
+the fit says it spent (``budget_spent_``) to the audit's accountant, so an estimator that spent more
+than its budget fails there, and one that leaks more than it says fails the audit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mechanisms.registry import AuditNeeds, register_mechanism
+
+from .estimators import PrivateCovariance, PrivatePCA
+
+# the norm bound moves with the largest row (sphere, zeros) and with how many rows sit at a radius
+# (threshold); swap_values moves the eigenvalues, new_direction adds a direction. n = 10000: the private
+# norm bound refuses fewer rows than 4 x its threshold (about 8900 at the audit sweep's eps = 0.25)
+PAIRS = (("sphere", 10000), ("swap_values", 10000), ("zeros", 10000), ("new_direction", 10000), ("threshold", 10000))
+AUDIT = AuditNeeds("dp", PAIRS, search_pairs=PAIRS)
+
+
+def _fit(problem, accountant, rng, pca: bool = False):
+    if problem.rows is None:
+        raise ValueError("the estimator path needs the pair's raw rows (CovProblem.from_rows(..., rows=...))")
+    common = dict(budget=accountant.total, radius="private", centering="private", random_state=rng)
+    estimator = (PrivatePCA(1, **common) if pca else PrivateCovariance(**common)).fit(problem.rows)
+    accountant.spend(estimator.budget_spent_, f"dpcov estimator ({estimator.mechanism_})")
+    if pca:  # the released direction as a rank-one matrix (its sign is arbitrary)
+        u = estimator.components_[0]
+        return np.outer(u, u)
+    return estimator.covariance_
+
+
+@register_mechanism(notion="zcdp", label="PrivateCovariance (auto, private radius)", audit=AUDIT, needs=("raw rows",))
+def covariance_zcdp(problem, accountant, rng):
+    return _fit(problem, accountant, rng)
+
+
+@register_mechanism(notion="pure", label="PrivateCovariance (auto, private radius)", audit=AUDIT, needs=("raw rows",))
+def covariance_pure(problem, accountant, rng):
+    return _fit(problem, accountant, rng)
+
+
+@register_mechanism(notion="approx", label="PrivateCovariance (auto, private radius)", audit=AUDIT,
+                    needs=("raw rows",))
+def covariance_approx(problem, accountant, rng):
+    return _fit(problem, accountant, rng)
+
+
+@register_mechanism(notion="pure", label="PrivatePCA (auto, private radius, k = 1)", audit=AUDIT, needs=("raw rows",))
+def pca_pure(problem, accountant, rng):
+    return _fit(problem, accountant, rng, pca=True)

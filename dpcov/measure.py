@@ -1,0 +1,82 @@
+"""The measurement behind mechanism="auto" (dpcov/defaults.py): every candidate fitted through the
+estimators on synthetic rows at one cell of the grid, scored by the cell's task.
+
+    python scripts/defaults.py build     # every cell, resumable; writes dpcov/auto_table.csv
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from .defaults import SCENARIOS, budget_of, candidates
+from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_variance_ratio
+
+
+def scenario_rows(n: int, d: int, decay: float, fill: float, seed: int, ridge: bool = False):
+    """Rows in the unit ball whose largest norm is ``fill``, eigenvalues ~ i^-decay along random directions
+    (not the axes: a release of nothing, whose eigenvectors are the axes, must not find them), a mean of
+    half the typical norm along a random direction; with ``ridge`` the last column is y = x w + noise."""
+    rng = np.random.default_rng([seed, n, d, int(100 * decay), int(100 * fill), ridge])
+    scales = np.arange(1, d + 1, dtype=float) ** (-decay / 2)
+    rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    Z = (rng.standard_normal((n, d)) * scales) @ rotation.T
+    direction = rng.standard_normal(d)
+    Z += 0.5 * np.sqrt((scales**2).sum()) * direction / np.linalg.norm(direction)
+    if ridge:
+        w = rng.standard_normal(d - 1)
+        Z[:, -1] = Z[:, :-1] @ w / np.sqrt(d - 1) + 0.1 * rng.standard_normal(n)
+    return Z * (fill / np.linalg.norm(Z, axis=1).max())
+
+
+def score_fit(task: str, mechanism: str, budget, X: np.ndarray, y: np.ndarray | None = None, k: int = 1,
+              seed: int = 0, radius=1.0) -> tuple[float, str, float]:
+    """(the task's metric, the mechanism fitted, the fit's seconds) of one fit through the estimator, radius
+    ``radius`` and centering="private": PCA's captured variance (higher is better), the covariance's
+    Frobenius error or ridge's training MSE on (X, y) (lower is better)."""
+    common = dict(mechanism=mechanism, budget=budget, radius=radius, centering="private", random_state=seed)
+    with threadpool_limits(limits=1):
+        start = time.perf_counter()
+        model = {"pca": lambda: PrivatePCA(k, **common).fit(X), "covariance": lambda: PrivateCovariance(**common).fit(X),
+                 "ridge": lambda: PrivateRidge(alpha=1.0, **common).fit(X, y)}[task]()
+        seconds = time.perf_counter() - start
+        if task == "pca":
+            return captured_variance_ratio(model.components_, X), model.mechanism_, seconds
+        if task == "covariance":
+            return float(np.linalg.norm(model.covariance_ - np.cov(X.T, bias=True))), model.mechanism_, seconds
+        return float(np.mean((model.predict(X) - y) ** 2)), model.mechanism_, seconds
+
+
+def measure_cell(task: str, notion: str, value: float, n: int, d: int, k: int | None, trials: int,
+                 seed: int = 0) -> pd.DataFrame:
+    """One cell of the table: every candidate's mean relative score over SCENARIOS x trials."""
+    budget = budget_of(notion, value)
+    names = candidates(task, budget)
+    relative = {m: [] for m in names}
+    raw = {m: [] for m in names}
+    for s, scenario in enumerate(SCENARIOS):
+        rows = scenario_rows(n, d, scenario["decay"], scenario["fill"], seed, ridge=task == "ridge")
+        X, y = (rows[:, :-1], rows[:, -1]) if task == "ridge" else (rows, None)
+        for trial in range(trials):
+            metric = {}
+            for m in names:
+                try:
+                    metric[m] = score_fit(task, m, budget, X, y, k or 1, 1000 * seed + 100 * s + trial)[0]
+                except (ValueError, ArithmeticError, RuntimeError):
+                    metric[m] = math.nan
+            values = np.array([metric[m] for m in names])
+            best = np.nanmax(values) if task == "pca" else np.nanmin(values)
+            for m in names:
+                v = metric[m]
+                rel = (v / best if best > 0 else 1.0) if task == "pca" else (best / v if v > 0 else 1.0)
+                relative[m].append(0.0 if math.isnan(v) else rel)
+                raw[m].append(v)
+    return pd.DataFrame({"task": task, "notion": notion, "budget": value, "n": n, "d": d,
+                         "k": k if task == "pca" else np.nan, "mechanism": names,
+                         "score": [float(np.mean(relative[m])) for m in names],
+                         "metric": [float(np.nanmean(raw[m])) if np.isfinite(raw[m]).any() else math.nan
+                                    for m in names],
+                         "trials": trials * len(SCENARIOS)})

@@ -1,0 +1,202 @@
+"""The estimators' defaults: the private norm bound (radius="private"), centring that keeps the noise of
+the r-ball, and mechanism="auto" (chosen from public facts only, by the measured table)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dpcov
+from dpcov import defaults
+from mechanisms.norm_bound import STEPS, grid, private_norm_bound, threshold
+from mechanisms.privacy import Accountant
+from mechanisms.registry import get_mechanism
+
+
+def _rows(n=20000, d=6, scale=0.05, mean=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.linspace(1, 0.2, d) + mean
+    return X * (scale / np.linalg.norm(X, axis=1).max())
+
+
+# --- the private norm bound -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("budget", [dpcov.ZCDP(0.05), dpcov.PureDP(0.3), dpcov.ApproxDP(0.3, 1e-7)])
+def test_norm_bound_spends_its_budget_and_leaves_few_rows_outside(budget):
+    norms = np.abs(np.random.default_rng(1).standard_normal(20000)) * 3.7  # any scale: no public bound
+    eps = math.sqrt(2 * budget.rho) if isinstance(budget, dpcov.ZCDP) else budget.eps
+    allowed = 2 * threshold(eps, 0.1) + 8 * 4 / eps  # 2 x the threshold + the noise's tail
+    outside = []
+    for seed in range(40):
+        accountant = Accountant(budget)
+        bound = private_norm_bound(norms, budget, accountant, np.random.default_rng(seed))
+        assert accountant.ledger == [("norm bound: SVT", dpcov.PureDP(eps))]
+        assert accountant.fully_spent() or isinstance(budget, dpcov.ApproxDP)  # (eps, 0) of (eps, delta)
+        assert bound <= norms.max() * 2 ** 0.5  # not loose: at most two grid steps above the largest norm
+        outside.append(int((norms > bound).sum()))
+    assert max(outside) <= allowed and np.mean(outside) > 0  # it does clip the tail, within its guarantee
+
+
+def test_norm_bound_is_scale_equivariant():
+    """Scaling every norm by 2^10 scales the bound's distribution by 2^10: nothing in it is tied to a scale,
+    so no public bound is assumed."""
+    norms = np.random.default_rng(2).gamma(2.0, size=5000)
+
+    def bounds(scale):
+        return np.array([private_norm_bound(scale * norms, dpcov.ZCDP(0.02), Accountant(dpcov.ZCDP(0.02)),
+                                            np.random.default_rng([seed, int(scale)])) / scale for seed in range(300)])
+
+    unit, scaled = bounds(1.0), bounds(1024.0)
+    levels = np.union1d(unit, scaled)
+    assert len(levels) <= 4  # a few grid points around the top of the norms
+    counts = np.array([[np.sum(b == v) for v in levels] for b in (unit, scaled)])
+    from scipy.stats import chi2_contingency
+    assert chi2_contingency(counts[:, counts.sum(axis=0) > 0]).pvalue > 1e-3
+    assert 0 < np.sum(norms > np.median(unit)) <= 2 * threshold(0.2, 0.1)  # a high quantile of the norms
+
+
+def test_norm_bound_refuses_too_few_rows_for_its_budget():
+    with pytest.raises(ValueError, match=r"radius='private' needs n >= 4 x its threshold"):
+        private_norm_bound(np.ones(300), dpcov.PureDP(0.1), Accountant(dpcov.PureDP(0.1)), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="or a larger radius_share or budget"):  # before anything is spent
+        dpcov.PrivateCovariance(radius="private", centering="private", budget=dpcov.PureDP(1.0)).fit(np.ones((300, 2)) / 2)
+
+
+def test_norm_bound_refuses_bad_norms():
+    for bad in ([], [np.nan], [-1.0], [[1.0]]):
+        with pytest.raises(ValueError, match="norms must be"):
+            private_norm_bound(np.asarray(bad, dtype=float), dpcov.ZCDP(1), Accountant(dpcov.ZCDP(1)),
+                               np.random.default_rng(0))
+    assert len(grid()) == STEPS and np.all(np.diff(grid()) < 0)
+
+
+# --- the estimators with radius="private" -----------------------------------------------------------
+
+def test_radius_private_is_in_the_ledger_and_clips_to_the_released_bound():
+    X = _rows(scale=3.0)  # norms up to 3: no public bound is passed
+    cov = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.5), radius="private",
+                                  centering="assume_centered", random_state=0).fit(X)
+    assert cov.ledger_[0] == ("norm bound: SVT", dpcov.PureDP(math.sqrt(2 * 0.05)))
+    assert cov.ledger_[1] == ("covariance: GaussCov: noisy covariance", dpcov.ZCDP(0.45))
+    assert cov.budget_spent_ == dpcov.ZCDP(0.5)
+    assert 3.0 * 2 ** -1 < cov.radius_ <= 3.0 * 2 ** 0.5
+    assert np.linalg.eigvalsh(cov.covariance_).max() <= cov.radius_ ** 2 + 1e-12
+    with pytest.raises(ValueError, match="radius_share must lie in"):
+        dpcov.PrivateCovariance(radius="private", radius_share=1.0, centering="private").fit(X)
+    with pytest.raises(ValueError, match="must leave the covariance a share"):
+        dpcov.PrivateCovariance(radius="private", radius_share=0.5, mean_share=0.5, centering="private").fit(X)
+    with pytest.raises(ValueError, match="radius must be a finite number > 0 or 'private'"):
+        dpcov.PrivateCovariance(radius="tight", centering="private").fit(X)
+
+
+def test_radius_private_beats_a_loose_public_radius():
+    """Rows of norm <= 0.05 declared in the unit ball: the loose radius pays (1 / 0.05)^2 in noise."""
+    X = _rows(n=20000, scale=0.05)
+    exact = X.T @ X / len(X)
+
+    def error(radius):
+        return np.mean([np.linalg.norm(dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.5),
+                                                               radius=radius, centering="assume_centered",
+                                                               random_state=s).fit(X).covariance_ - exact)
+                        for s in range(5)])
+
+    assert error("private") < error(1.0) / 20
+
+
+# --- centring ---------------------------------------------------------------------------------------
+
+def test_private_centring_keeps_the_noise_of_the_r_ball():
+    """Sigma = M~ - mu~ mu~^T: the covariance's noise is that of rows in the r-ball (and the mean's), not of
+    rows minus a mean in the 2r-ball (4 x the noise)."""
+    X = _rows(n=4000, d=10, scale=1.0, mean=2.0, seed=4)  # a mean far from 0
+    X = X / np.linalg.norm(X, axis=1).max()
+    truth = np.cov(X.T, bias=True)
+    private = np.mean([np.linalg.norm(dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.5), radius=1.0,
+                                                              centering="private", random_state=s).fit(X).covariance_
+                                      - truth) for s in range(10)])
+    # the 2r route without even the mean's noise: rows minus the exact mean, declared in the 2-ball
+    two_r = np.mean([np.linalg.norm(dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.45), radius=2.0,
+                                                            centering="assume_centered", random_state=s)
+                                    .fit(X - X.mean(axis=0)).covariance_ - truth) for s in range(10)])
+    assert private < 0.6 * two_r
+
+
+def test_mechanisms_that_adapt_to_norms_centre_the_rows():
+    assert get_mechanism("adaptive").centre_rows and get_mechanism("adaptive_lap").centre_rows
+    assert not get_mechanism("gauss").centre_rows
+    X = _rows(n=5000, scale=0.9, mean=1.0)
+    cov = dpcov.PrivateCovariance(mechanism="adaptive", budget=dpcov.ZCDP(1e8), radius=1.0, centering="private",
+                                  random_state=0).fit(X)
+    assert cov.radius_ == pytest.approx(1.0 + np.linalg.norm(cov.location_))  # rows minus mu~: the (r + |mu~|)-ball
+    assert np.allclose(cov.covariance_, np.cov(X.T, bias=True), atol=1e-4)
+    gauss = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1e8), radius=1.0, centering="private",
+                                    random_state=0).fit(X)
+    assert gauss.radius_ == 1.0 and np.allclose(gauss.covariance_, np.cov(X.T, bias=True), atol=1e-4)
+
+
+# --- mechanism="auto" ------------------------------------------------------------------------------
+
+BUDGETS = [dpcov.ZCDP(0.5), dpcov.PureDP(1.0), dpcov.ApproxDP(1.0, 1e-6)]
+
+
+@pytest.mark.parametrize("budget", BUDGETS, ids=str)
+def test_every_estimator_accepts_every_notion_with_auto(budget):
+    X = _rows(n=3000, scale=0.8, mean=0.3)
+    y = X @ np.linspace(1, -1, X.shape[1]) * 0.1
+    for est in (dpcov.PrivateCovariance(budget=budget, radius=1.0, centering="private", random_state=0).fit(X),
+                dpcov.PrivatePCA(2, budget=budget, radius=1.0, centering="private", random_state=0).fit(X),
+                dpcov.PrivateRidge(budget=budget, radius=1.0, centering="private", random_state=0).fit(X, y)):
+        mechanism = get_mechanism(est.mechanism_)
+        dpcov.budget_guaranteeing(budget, mechanism.notion)  # its notion can meet the budget
+        assert est.advice_.mechanism == est.mechanism_ and est.advice_.ranking[0][0] == est.mechanism_
+        scores = [s for _, s in est.advice_.ranking]
+        assert scores == sorted(scores, reverse=True) and est.mechanism_ in str(est.advice_)
+        assert est.budget_spent_ == budget or est.budget_spent_ == dpcov.PureDP(budget.eps)
+
+
+def test_auto_reads_public_facts_only():
+    """Two datasets of the same shape and budget get the same choice, whatever their content."""
+    a = _rows(n=4000, scale=0.9, seed=5)
+    b = np.random.default_rng(6).uniform(-0.1, 0.1, (4000, 6))
+    fits = [dpcov.PrivatePCA(3, budget=dpcov.PureDP(2.0), radius=1.0, centering="private", random_state=1).fit(X)
+            for X in (a, b)]
+    assert fits[0].mechanism_ == fits[1].mechanism_ and fits[0].advice_ == fits[1].advice_
+    assert dpcov.PrivatePCA(budget=dpcov.PureDP(1)).get_params()["mechanism"] == "auto"
+    with pytest.raises(ValueError, match="mechanism_options need a named mechanism"):
+        dpcov.PrivateCovariance(radius=1.0, centering="private", mechanism_options={"beta": 0.2}).fit(a)
+
+
+def test_the_table_covers_its_grid_with_mechanisms_that_meet_each_notion():
+    table = defaults.load_table()
+    cells = table.drop_duplicates(["task", "notion", "budget", "n", "d", "k"])
+    assert len(cells) == len(defaults.grid_cells())
+    for (notion, task), part in table.groupby(["notion", "task"]):
+        budget = defaults.budget_of(notion, 1.0)
+        assert set(part.mechanism) <= set(defaults.candidates(task, budget)), (notion, task)
+        assert part.score.between(0, 1).all()
+    pure = defaults.advise("pca", 60000, 49, dpcov.PureDP(1.0), 5)
+    assert get_mechanism(pure.mechanism).notion is dpcov.PureDP
+    assert pure.cell == {"task": "pca", "notion": "pure", "budget": 1.0, "n": 30000, "d": 32, "k": 5}
+    with pytest.raises(ValueError, match="task must be one of"):
+        defaults.advise("svd", 10, 2, dpcov.ZCDP(1))
+
+
+def test_auto_names_the_missing_table(tmp_path):
+    defaults.load_table.cache_clear()
+    with pytest.raises(FileNotFoundError, match="scripts/defaults.py build"):
+        defaults.load_table(str(tmp_path / "auto_table.csv"))
+    defaults.load_table.cache_clear()
+
+
+def test_the_estimator_path_audit_plugins_charge_what_the_fit_spent():
+    from dpcov import audited  # noqa: F401  (registers the plug-ins)
+    from audits.pairs import PairSpec
+
+    pair = PairSpec("sphere", 10000, 2).build()
+    for name, budget in [("covariance_zcdp", dpcov.ZCDP(0.5)), ("covariance_pure", dpcov.PureDP(1.0)),
+                         ("covariance_approx", dpcov.ApproxDP(1.0, 1e-5)), ("pca_pure", dpcov.PureDP(1.0))]:
+        out, accountant = dpcov.release(f"dpcov.audited:{name}", pair.problems[0], budget,
+                                        np.random.default_rng(0))
+        assert out.shape == (2, 2) and accountant.fully_spent() or isinstance(budget, dpcov.ApproxDP)
+        assert accountant.ledger[0][0].startswith("dpcov estimator (")
