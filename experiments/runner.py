@@ -290,7 +290,8 @@ def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
     order = {m: i for i, m in enumerate(experiment.mechanisms)}
     frame = (frame.assign(_line=frame.mechanism.map(order)).sort_values(["_line", *names, "trial"], kind="stable")
              .drop(columns="_line"))
-    grouped = frame.assign(fallbacks=frame["released"] != "ok").groupby(group, sort=False)
+    # dropna=False: a parameter left null (e.g. columns=null: every column) is a value, not a missing row
+    grouped = frame.assign(fallbacks=frame["released"] != "ok").groupby(group, sort=False, dropna=False)
     summary = grouped[values].agg(list(STATS))
     summary.columns = [f"{v}_{s}" for v, s in summary.columns]
     summary["fallbacks"] = grouped["fallbacks"].sum().astype(int)  # trials whose release was not "ok"

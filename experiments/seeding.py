@@ -9,7 +9,9 @@ import numpy as np
 
 def canonical(value):
     """A parameter value in one canonical form (4, 4.0 and "4" from a CSV all become 4; a list becomes
-    its text, as results.csv holds it)."""
+    its text, as results.csv holds it; None, and the empty cell results.csv reads back for it, are None)."""
+    if value is None or (isinstance(value, (float, np.floating)) and np.isnan(value)):
+        return None
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):

@@ -133,6 +133,25 @@ def test_registered_and_runs_an_experiment_with_resume(experiment, csv):
     assert run_experiment(exp).new_rows == 0  # list-valued params resume too
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".parquet"])
+def test_columns_null_summarises_and_resumes_on_every_format(experiment, tmp_path, suffix):
+    """columns=null (every column) is a value of the grid: results.csv reads it back as an empty cell, which
+    must still match the grid (the summary was empty, and the figure failed: "No columns to parse")."""
+    values = np.random.default_rng(1).standard_normal((400, 3))
+    path = tmp_path / f"every{suffix}"
+    if suffix == ".npy":
+        np.save(path, values)
+    else:
+        frame = pd.DataFrame(values, columns=["a", "b", "c"])
+        frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+    exp = experiment("table_rho", f"params.path={path}", "params.columns=null", "params.bound=8",
+                     "mechanisms=[gauss,zero]")
+    out = run_experiment(exp)
+    summary = pd.read_csv(out.summary)
+    assert len(summary) == 2 * 2 and summary.columns.str.startswith("err_fro").any()
+    assert run_experiment(exp).new_rows == 0
+
+
 def test_other_experiments_run_on_a_table_once_their_data_parameters_are_dropped(experiment, csv):
     exp = experiment("synthetic_rho", "dataset=table", "~params.n", "~params.d", "~params.N", "~params.s",
                      f"params.path={csv}", "params.columns=[a,b,c]", "params.standardize=none",
