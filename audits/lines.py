@@ -57,7 +57,7 @@ from mechanisms.spectral import as_matrix
 from .blackbox import DEFAULT_BUDGETS, AuditReport, audit, audit_sweep
 from .bounds import Bound, Claim, gaussian_delta, gaussian_mu, split_bound
 from .bounds import claimed_mu, cp_lower, cp_upper  # noqa: F401  (the tests read them here)
-from .pairs import Reference
+from .pairs import PairSpec, Reference
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA = 0.05  # 1 - confidence of every audited bound
@@ -193,7 +193,7 @@ def covariance_pair(pair: str, n: int) -> Neighbours:
         last, new = np.array([math.cos(t), math.sin(t)]), np.array([math.sin(t), -math.cos(t)])
     Xp = X.copy()
     X[-1], Xp[-1] = last, new
-    P, Pp = CovProblem.from_rows(X), CovProblem.from_rows(Xp)
+    P, Pp = CovProblem.from_rows(X, rows=X), CovProblem.from_rows(Xp, rows=Xp)  # rows: for whole pipelines
     return Neighbours((P, Pp), covariance_statistics(P, Pp),
                       f"{pair}: n={n}, d=2, row {np.round(last, 3).tolist()} -> {np.round(new, 3).tolist()}")
 
@@ -489,10 +489,14 @@ def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0
     """The black-box search audit (audits.blackbox) of the copy of ``line`` with noise x c, against the
     line's claim (``budgets``: several claims, e.g. SWEEP_BUDGETS, time and alpha split between them):
     pair search, learned attack, confirmation on fresh runs. One report per claim audited."""
-    own = get_mechanism(line.mechanism).audit.search_pairs  # data the generic families cannot build
-    pairs = [_FixedPair(neighbours(*p)) for p in own] if own else None
-    probe = pairs[0].problems[0] if pairs else neighbours("swap_values", 1000).problems[0]
-    options = {**line.options, **(pairs[0].neighbours.options if pairs else {})}
+    # where the search starts when the generic families do not fit: a line's own pairs (data they cannot
+    # build), or PairSpecs of the families at other sizes (e.g. the estimators' private norm bound refuses
+    # fewer than thousands of rows)
+    own = get_mechanism(line.mechanism).audit.search_pairs
+    pairs = [p if isinstance(p, PairSpec) else _FixedPair(neighbours(*p)) for p in own] if own else None
+    first = pairs[0] if pairs else _FixedPair(neighbours("swap_values", 1000))
+    probe = first.build().problems[0] if isinstance(first, PairSpec) else first.problems[0]
+    options = {**line.options, **(first.neighbours.options if pairs and isinstance(first, _FixedPair) else {})}
     lines = [line] if budgets is None else [replace(line, budget=b) for b in budgets]
     common = dict(options=options, pairs=pairs, gaussian=line.profile == "gaussian", n_jobs=n_jobs, seed=seed,
                   confirmations=confirmations, runs=runs, log=log)

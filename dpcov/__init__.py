@@ -1,13 +1,13 @@
 """dpcov: differentially private covariance estimation -- the public API under the project's own name.
 
     import dpcov
-    cov = dpcov.PrivateCovariance(mechanism="separate", budget=dpcov.ZCDP(0.5), radius=1.0,
-                                  centering="assume_centered").fit(X)
+    cov = dpcov.PrivateCovariance(budget=dpcov.ZCDP(0.5), radius=1.0, centering="private").fit(X)
+    cov.mechanism_, cov.advice_    # mechanism="auto": the measured best for n, d and the budget
 
 Budgets (``ZCDP``, ``PureDP``, ``ApproxDP``), the problem and ``release`` (any registered mechanism or
 plug-in by name), ``register_mechanism`` with what a plug-in may declare (``Prediction``, ``Bound``,
 ``AuditNeeds``), the error metrics, and scikit-learn estimators (``PrivateCovariance``, ``PrivatePCA``,
-``PrivateRidge``). User code imports this, not the suite's folder names.
+``PrivateRidge``; their defaults: dpcov/defaults.py). User code imports this, not the suite's folder names.
 """
 from experiments.metrics import METRICS
 from mechanisms import (MECHANISMS, Accountant, ApproxDP, AuditNeeds, Bound, BudgetExceeded, CovProblem, Facts,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from audits.pairs import PairSpec
 from mechanisms.registry import AuditNeeds, register_mechanism
 
 from .estimators import PrivateCovariance, PrivatePCA
@@ -22,8 +23,10 @@ from .estimators import PrivateCovariance, PrivatePCA
 # the norm bound moves with the largest row (sphere, zeros) and with how many rows sit at a radius
 # (threshold); swap_values moves the eigenvalues, new_direction adds a direction. n = 10000: the private
 # norm bound refuses fewer rows than 4 x its threshold (about 8900 at the audit sweep's eps = 0.25)
-PAIRS = (("sphere", 10000), ("swap_values", 10000), ("zeros", 10000), ("new_direction", 10000), ("threshold", 10000))
-AUDIT = AuditNeeds("dp", PAIRS, search_pairs=PAIRS)
+SEARCH = (PairSpec("sphere", 10000), PairSpec("swap_values", 10000), PairSpec("zeros", 10000),
+          PairSpec("new_direction", 10000), PairSpec("threshold", 10000, m=1), PairSpec("threshold", 10000, m=3),
+          PairSpec("swap_values", 10000, radius=4.0), PairSpec("random", 10000, d=3, seed=1))
+AUDIT = AuditNeeds("dp", (("swap_values", 10000),), search_pairs=SEARCH)
 
 
 def _fit(problem, accountant, rng, pca: bool = False):

@@ -90,8 +90,19 @@ def advise(task: str, n: int, d: int, budget, k: int | None = None, table: pd.Da
     """The mechanism the measured table ranks first for these public facts (module doc)."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    budget_facts(budget)  # a clear error for a non-budget
+    if table is None:
+        return _advise_committed(task, int(n), int(d), budget, None if k is None else int(k))
+    return _advise(task, n, d, budget, k, table)
+
+
+@lru_cache(maxsize=1024)
+def _advise_committed(task: str, n: int, d: int, budget, k: int | None) -> Advice:
+    return _advise(task, n, d, budget, k, load_table())
+
+
+def _advise(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFrame) -> Advice:
     notion, value = budget_facts(budget)
-    table = load_table() if table is None else table
     rows = table[(table.task == task) & (table.notion == notion)]
     if task == "pca":
         k = 1 if k is None else int(k)

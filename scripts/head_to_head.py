@@ -7,7 +7,7 @@ moments (q = 2: E[u_1^2] = (1 + I1(k/2)/I0(k/2)) / 2 for u ~ exp(k u_1^2) on the
     python scripts/head_to_head.py --quick                                         # a small smoke run
 
 The peers run in their own interpreter (diffprivlib 0.6.6 needs scikit-learn <= 1.7.2): make one with
-    python3 -m venv peers && peers/bin/pip install diffprivlib==0.6.6 scikit-learn==1.7.2 opendp
+    python3 -m venv peers && peers/bin/pip install diffprivlib==0.6.6 scikit-learn==1.7.2 'opendp[numpy]==0.16.0'
 Without it (or with --no-peers) only dpcov's rows are measured; a peer that is missing is reported as
 such. Every peer call has a time limit (--timeout seconds per fit); a timeout is a row of its own.
 Writes results/head_to_head/: pca.csv, regression.csv, samplers.csv, table.md, head_to_head.png (+ .pdf).

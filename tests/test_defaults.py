@@ -3,6 +3,7 @@ the r-ball, and mechanism="auto" (chosen from public facts only, by the measured
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,3 +201,18 @@ def test_the_estimator_path_audit_plugins_charge_what_the_fit_spent():
                                         np.random.default_rng(0))
         assert out.shape == (2, 2) and accountant.fully_spent() or isinstance(budget, dpcov.ApproxDP)
         assert accountant.ledger[0][0].startswith("dpcov estimator (")
+
+
+def test_the_audit_catches_a_radius_read_from_the_data_and_passes_the_private_one(monkeypatch):
+    """On the sphere pair (every row of norm 0.01 against one row on the unit sphere) a radius read from
+    the data moves the noise by 100^2: flagged. radius="private" on the same pair: not flagged."""
+    from audits.blackbox import audit
+    from audits.pairs import PairSpec
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "docs" / "examples"))
+    leaky = audit("buggy_mechanisms:estimator_data_radius", dpcov.ZCDP(0.5), pairs=[PairSpec("sphere", 10000)],
+                  runs=150, confirmations=1, seed=3, n_jobs=1)
+    assert leaky.exceeded and leaky.worst.bound.value > 0.5, leaky.describe()
+    honest = audit("dpcov.audited:covariance_zcdp", dpcov.ZCDP(0.5), pairs=[PairSpec("sphere", 10000)], runs=150,
+                   confirmations=1, seed=3, n_jobs=1)
+    assert not honest.exceeded, honest.describe()

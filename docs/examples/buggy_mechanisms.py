@@ -82,3 +82,16 @@ def approx_forgot_sqrt2(problem, accountant, rng):
     budget = accountant.spend(accountant.total, "noisy covariance")
     sd = analytic_gaussian_sigma(problem.radius**2 / problem.n, budget)
     return problem.sigma + sd * symmetric_gaussian(problem.d, rng)
+
+
+@register_mechanism(notion=ZCDP, label="PrivateCovariance (radius read from the data)", needs=("raw rows",))
+def estimator_data_radius(problem, accountant, rng):
+    """MISTAKE: dpcov's estimator given the rows' own largest norm as its "public" radius (the shortcut
+    radius="private" exists to replace): the noise scales with the data, so one row moves it."""
+    import dpcov
+
+    radius = float(np.linalg.norm(problem.rows, axis=1).max()) or 1.0
+    fit = dpcov.PrivateCovariance(mechanism="gauss", budget=accountant.total, radius=radius,
+                                  centering="assume_centered", random_state=rng).fit(problem.rows)
+    accountant.spend(fit.budget_spent_, "estimator")
+    return fit.covariance_
