@@ -121,7 +121,7 @@ class _PrivateFit:
             raise ValueError(f"{int(outside.sum())} of {len(X)} rows have norm > radius = {radius:g} (largest "
                              f"{norms.max():.6g}): pass a radius that bounds every row, clip=True to project "
                              f"them onto the ball, or radius='private'")
-        return clip_rows(X, radius, np.where(outside, norms, 0.0))[0], radius
+        return (clip_rows(X, radius, norms)[0] if outside.any() else X), radius
 
     def _private_covariance(self, X: np.ndarray, components: int | None = None, spectral: bool = False,
                             clamp: bool = True):

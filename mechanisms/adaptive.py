@@ -99,8 +99,9 @@ def private_radius_exponent(problem: CovProblem, eps: float, beta: float, max_ha
 PAPER_SPLIT = {"radius": 1 / 8, "trace": 1 / 8, "svt": 1 / 4}  # the rest goes to the covariance
 
 
-def _svt_eps(budget) -> float:
-    """The eps of an eps-DP step that costs ``budget``: eps^2/2 = rho under zCDP."""
+def svt_eps(budget) -> float:
+    """The eps of an eps-DP step that costs ``budget``: eps^2/2 = rho under zCDP, eps under eps-DP and
+    (eps, delta)-DP (a pure step meets both)."""
     return math.sqrt(2 * budget.rho) if isinstance(budget, ZCDP) else budget.eps
 
 
@@ -143,7 +144,7 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
 
     # Step 1: r~ = PrivRadius(X, sqrt(rho)/2, beta/8, 2^-2dn) -- or the declared radius.
     if radius == "private":
-        eps_radius = _svt_eps(total.scaled(split["radius"]))
+        eps_radius = svt_eps(total.scaled(split["radius"]))
         m0 = private_radius_exponent(problem, eps_radius, beta / 8, min(2 * d * n, MAX_HALVINGS),
                                      accountant, rng)
     else:
@@ -175,7 +176,7 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
                            separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2))
         return n * (bias - noise) / r_tilde**2  # sensitivity 1 (Bias has sensitivity r~^2 / n)
 
-    k = above_threshold(diff, halvings, 0.0, _svt_eps(total.scaled(split["svt"])),
+    k = above_threshold(diff, halvings, 0.0, svt_eps(total.scaled(split["svt"])),
                         accountant, rng, "AdaptiveCov: SVT")
     # Step 6: tau~ = min(2^(t~+1), r~) = r~ 2^-max(k-2, 0), the last tau before the crossing.
     m = m0 + max(k - 2, 0)

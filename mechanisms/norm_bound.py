@@ -19,20 +19,12 @@ import math
 
 import numpy as np
 
-from .adaptive import above_threshold
-from .privacy import ApproxDP, PureDP, ZCDP, Accountant
+from .adaptive import above_threshold, svt_eps
+from .privacy import Accountant
+from .problem import row_norms
 
 TOP_EXPONENT, RATIO_EXPONENT = 64, 0.25  # the grid: 2^(64 - k/4), k = 1 .. 512
 STEPS = int(2 * TOP_EXPONENT / RATIO_EXPONENT)
-
-
-def svt_eps(budget) -> float:
-    """The eps of a pure-DP step that fits ``budget``: eps^2/2 = rho under zCDP, eps under (eps, delta)."""
-    if isinstance(budget, ZCDP):
-        return math.sqrt(2 * budget.rho)
-    if isinstance(budget, (PureDP, ApproxDP)):
-        return budget.eps
-    raise TypeError(f"budget must be ZCDP, PureDP or ApproxDP, got {budget!r}")
 
 
 def grid(steps: int = STEPS) -> np.ndarray:
@@ -78,7 +70,7 @@ def private_norm_bound(norms: np.ndarray, budget, accountant: Accountant, rng: n
 def clip_rows(X: np.ndarray, radius: float, norms: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """(rows scaled onto the ``radius`` sphere where they lie outside it, how many were) -- Clip(x, r) =
     min(1, r/||x||) x; a copy only when some row moves."""
-    norms = np.linalg.norm(X, axis=1) if norms is None else norms
+    norms = row_norms(X) if norms is None else norms
     outside = norms > radius
     if outside.any():
         X = X.copy()
