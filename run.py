@@ -1,56 +1,11 @@
-"""Run one experiment: python run.py experiment=<name> [scale=paper|small|smoke] [overrides...]
-Several (Hydra multirun): python run.py -m experiment=<name> seed=1,2  (each job: its own output_dir)"""
+"""python run.py ARGS = dpcov run ARGS (dpcov/commands/run.py): one experiment, e.g.
+    python run.py experiment=synthetic_trace [scale=paper|small|smoke] [overrides...]"""
 import sys
-import warnings
+from pathlib import Path
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import open_dict
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # a checkout without the package installed
 
-from experiments.config import ConfigError, build_experiment, check_command_line, job_output_dir, open_key_overrides
-from experiments.runner import Interrupted, run_experiment
-from figures.plot import draw
-
-warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"  # one line each
-
-
-@hydra.main(version_base=None, config_path="conf", config_name="config")
-def main(cfg) -> None:
-    hydra_cfg = HydraConfig.get()
-    overrides = list(hydra_cfg.overrides.task)
-    if hydra_cfg.mode == RunMode.MULTIRUN:  # every job its own directory, named by its swept values
-        with open_dict(cfg):
-            cfg.output_dir = job_output_dir(cfg.output_dir, sys.argv[1:], overrides)
-    try:
-        experiment = build_experiment(cfg, overrides)
-    except ConfigError as err:
-        sys.exit(f"config error: {err}")
-    try:
-        out = run_experiment(experiment)  # runs and stores ...
-        png, _ = draw(experiment, out)  # ... then the figures are drawn from the stored summary
-    except Interrupted as stop:
-        print(f"interrupted: {stop.kept} runs kept in {stop.results}; re-run the same command to resume",
-              file=sys.stderr, flush=True)
-        sys.exit(130)
-    except (ValueError, OSError) as err:  # bad data, files or directories: say what, without a traceback
-        sys.exit(f"error: {err}")
-    print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {png} (+ .pdf)\n"
-          f"config:  {out.config}")
-
-
-def cli() -> None:
-    argv = open_key_overrides(sys.argv[1:])
-    try:
-        check_command_line(argv)  # YAML syntax and unknown keys, before Hydra's tracebacks
-    except ConfigError as err:
-        sys.exit(f"config error: {err}")
-    sys.argv = [sys.argv[0], *argv]
-    try:
-        main()
-    except KeyboardInterrupt:  # before or after the runs (during a run: the message above)
-        sys.exit("interrupted")
-
+from dpcov.commands.run import cli  # noqa: E402
 
 if __name__ == "__main__":
     cli()

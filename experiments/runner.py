@@ -236,6 +236,7 @@ def _tasks(experiment: Experiment, work, chunk: int, spectra: list | None = None
     plugins = tuple(plugin_modules(experiment.line(m).mechanism for m in experiment.mechanisms))
     keyed = [(params_key(data_params(experiment.dataset, point)), point, pending) for point, pending in work]
     first: dict[tuple, int] = {}
+    first_chunk = True
     for key, _, _ in keyed:
         first.setdefault(key, len(first))
     groups: dict[tuple, list] = {}
@@ -254,8 +255,14 @@ def _tasks(experiment: Experiment, work, chunk: int, spectra: list | None = None
         for i in range(0, len(trials), chunk):
             part = trials[i:i + chunk]
             pending = {(index, t): p[t] for index, (_, p) in enumerate(items) for t in part if t in p}
-            yield delayed(run_trials)(experiment, None if resampled(experiment, points[0]) else instance,
-                                      points, part, pending, plugins)
+            # The first chunk, one task per line: the workers start on different lines, so the quick
+            # ones report while another compiles (numba, on a fresh install) instead of all waiting.
+            split = [{slot: [name] for slot, names in pending.items() if name in names}
+                     for name in experiment.mechanisms] if first_chunk else [pending]
+            for task_pending in filter(None, split):
+                yield delayed(run_trials)(experiment, None if resampled(experiment, points[0]) else instance,
+                                          points, part, task_pending, plugins)
+            first_chunk = False
 
 
 def in_experiment(experiment: Experiment, frame: pd.DataFrame) -> pd.Series:

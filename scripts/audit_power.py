@@ -1,4 +1,4 @@
-"""The power table of the privacy audits (README "Privacy"): for every audit line (registered mechanism
+"""The power table of the privacy audits (docs/privacy.md): for every audit line (registered mechanism
 or configured variant), the claim, what the black-box search alone finds at x1 and which under-noised
 copies it catches, the white-box noise ratio and the copies it catches.
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from audits import lines as audit  # noqa: E402
 
-# Lines whose privacy analysis is known to be loose (README "What each guarantee covers"): Amin et al.'s
+# Lines whose privacy analysis is known to be loose (docs/privacy.md, "What each guarantee covers"): Amin et al.'s
 # steps are charged eps_i and spend eps_i / 2, so the whole release is (3/4) eps-DP; audited against that too.
 TIGHT = {"ad": 0.75, "itu": 0.75, "kt": 0.75, "emcov_pure": 0.75}
 WHITE_FACTORS = (0.8, 0.67, 0.5)

@@ -29,11 +29,10 @@ from joblib import Parallel, delayed
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 
 import dpcov  # noqa: E402
 from dpcov import defaults, measure  # noqa: E402
-from head_to_head import COMPONENTS, pca_data  # noqa: E402  (the same data, scaled the same way)
+from dpcov.commands.head_to_head import COMPONENTS, pca_data  # noqa: E402  (the same data, scaled the same way)
 from mechanisms.registry import MECHANISMS  # noqa: E402
 
 OUT = ROOT / "results" / "advisor" / "defaults"

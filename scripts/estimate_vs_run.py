@@ -21,8 +21,8 @@ from pathlib import Path
 
 from joblib.externals.loky import get_reusable_executor
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reproduce  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from dpcov.commands import reproduce  # noqa: E402
 
 NUMBA_CACHE = ("*.nbi", "*.nbc")
 

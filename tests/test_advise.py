@@ -12,10 +12,7 @@ from experiments.theory import predicted_error
 from mechanisms import ApproxDP, PureDP, ZCDP
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("advise", ROOT / "scripts" / "advise.py")
-advise = importlib.util.module_from_spec(spec)
-sys.modules["advise"] = advise
-spec.loader.exec_module(advise)
+advise = importlib.import_module("dpcov.commands.advise")
 
 
 @pytest.fixture(scope="module")

@@ -117,8 +117,9 @@ def layer(file: str) -> int:
 def test_the_parser_sees_relative_and_function_local_imports():
     edges, _ = import_graph()
     assert ("experiments/runner.py", "experiments/instances.py") in edges  # from .instances import ...
-    assert ("run.py", "figures/plot.py") in edges
-    assert ("scripts/reproduce.py", "scripts/table.py") in edges  # scripts/ on sys.path
+    assert ("dpcov/commands/run.py", "figures/plot.py") in edges
+    assert ("dpcov/commands/reproduce.py", "dpcov/commands/table.py") in edges
+    assert ("run.py", "dpcov/commands/run.py") in edges
     assert cycles({("a", "b"): 1, ("b", "c"): 2, ("c", "a"): 3, ("c", "d"): 4}) == [["a", "b", "c", "a"]]
 
 

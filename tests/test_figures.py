@@ -2,7 +2,6 @@
 that is not stale. Every committed figure is rebuilt here from its committed summary (not saved)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -20,8 +19,7 @@ from mechanisms.registry import MECHANISMS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-sys.path.insert(0, str(ROOT / "scripts"))
-from reproduce import TARGETS, experiment_of  # noqa: E402
+from dpcov.commands.reproduce import TARGETS, experiment_of  # noqa: E402
 
 
 def config_labels() -> set[str]:

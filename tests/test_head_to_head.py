@@ -2,17 +2,13 @@
 measured, each peer is reported as missing (never silently dropped), the sampler check finds dpcov's
 Bingham draws at their exact moment, and the table and figure are written."""
 import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("head_to_head", ROOT / "scripts" / "head_to_head.py")
-head_to_head = importlib.util.module_from_spec(spec)
-sys.modules["head_to_head"] = head_to_head
-spec.loader.exec_module(head_to_head)
+head_to_head = importlib.import_module("dpcov.commands.head_to_head")
 SHARED = ROOT.parent / "shared" / "data"
 
 

@@ -1,5 +1,6 @@
 """Hostile and bad input (issue #9): each case gets a clear error naming the problem, or a valid
-release -- never a silent wrong answer or a lost result. README.md "Bad input" lists these cases."""
+release -- never a silent wrong answer or a lost result. docs/bad_input.md ("Bad input and errors") lists
+these cases."""
 import numpy as np
 import pandas as pd
 import pytest

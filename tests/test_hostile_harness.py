@@ -1,5 +1,5 @@
 """Hostile use of the harness (issue #19): concurrent runs, resume keyed on everything, strict
-configs, multirun, interruptions, unwritable places. README.md "Bad input" lists these cases."""
+configs, multirun, interruptions, unwritable places. docs/bad_input.md ("Bad input and errors") lists these cases."""
 import gzip
 import os
 import re

@@ -190,11 +190,7 @@ def test_the_audit_entry_point_accepts_the_example_plugin():
 
 
 def load_reproduce(monkeypatch):
-    spec = importlib.util.spec_from_file_location("reproduce_add", ROOT / "scripts" / "reproduce.py")
-    reproduce = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "reproduce_add", reproduce)  # dataclasses look their module up
-    spec.loader.exec_module(reproduce)
-    return reproduce
+    return importlib.import_module("dpcov.commands.reproduce")
 
 
 def test_reproduce_add_plans_the_new_line_and_skips_targets_it_cannot_serve(tmp_path, capsys, monkeypatch):
@@ -288,9 +284,7 @@ def test_a_plugins_declarations_reach_the_advisor_the_overlay_the_style_and_the_
     facts = {"n": 1000, "d": 10, "rho": 0.1, "trace": 1.0}
     expected = my_mechanisms.shrunk_gauss_error(Facts.from_params(facts), ZCDP(0.1))
     assert predicted_error(EXAMPLE, facts) == pytest.approx(expected)
-    spec = importlib.util.spec_from_file_location("advise_for_plugins", ROOT / "scripts" / "advise.py")
-    advise = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(advise)
+    advise = importlib.import_module("dpcov.commands.advise")
     frame = advise.advise(1000, 10, ZCDP(0.1), trace=1.0, mechanisms=["gauss", EXAMPLE], table=pd.DataFrame())
     row = frame.set_index("mechanism").loc[EXAMPLE]
     assert row.kind == "declared" and row.predicted == pytest.approx(expected)

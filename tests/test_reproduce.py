@@ -1,7 +1,6 @@
 """scripts/reproduce.py: every target names a real experiment; committed figures count as complete."""
 import importlib.util
 import re
-import sys
 import tempfile
 from pathlib import Path
 
@@ -12,10 +11,7 @@ import pytest
 from experiments.config import experiment_names
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("reproduce", ROOT / "scripts" / "reproduce.py")
-reproduce = importlib.util.module_from_spec(spec)
-sys.modules["reproduce"] = reproduce  # dataclasses look their module up
-spec.loader.exec_module(reproduce)
+reproduce = importlib.import_module("dpcov.commands.reproduce")
 
 
 def test_targets_cover_committed_results_and_known_experiments():
@@ -231,12 +227,31 @@ def test_compare_reports_identical_cells_and_z_scores(tmp_path):
     target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
     same = reproduce.compare([target], reproduce.RESULTS)
     rows = [line.split() for line in same[1:]]
-    assert rows and all(row[2] == row[3] and float(row[4]) == 0 for row in rows)
+    assert rows and all(row[2] == row[3] and float(row[5]) == 0 and row[8] == "identical" for row in rows)
     summary = pd.read_csv(reproduce.RESULTS / target.out / "summary.csv")
     moved = summary.mechanism == "gauss"
     summary.loc[moved, "err_fro_mean"] += 3 * summary.loc[moved, "err_fro_sem"]
     (tmp_path / target.out).mkdir(parents=True)
     summary.to_csv(tmp_path / target.out / "summary.csv", index=False)
     rows = {row[1]: row for row in (line.split() for line in reproduce.compare([target], tmp_path)[1:])}
-    assert rows["gauss"][3] == "0" and abs(float(rows["gauss"][4]) - 3 / 2**0.5) < 0.01
-    assert all(float(row[4]) == 0 for name, row in rows.items() if name != "gauss")
+    assert rows["gauss"][3] == "0" and abs(float(rows["gauss"][5]) - 3 / 2**0.5) < 0.01
+    assert all(float(row[5]) == 0 for name, row in rows.items() if name != "gauss")
+
+
+def test_compare_tells_rounding_from_a_moved_deterministic_line(tmp_path):
+    """A line without spread (standard error 0, e.g. the zero matrix) that moved in its last bits (another
+    CPU's rounding) is 'rounding only' with z = 0, not inf; one that moved by 0.1 % DIFFERS (z = inf)."""
+    target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
+    summary = pd.read_csv(reproduce.RESULTS / target.out / "summary.csv")
+    zero = summary.mechanism == "zero"
+    assert (summary.loc[zero, "err_fro_sem"] == 0).all()
+    (tmp_path / target.out).mkdir(parents=True)
+    rows = {}
+    for factor in (1 + 1e-13, 1 + 1e-3):
+        moved = summary.copy()
+        moved.loc[zero, "err_fro_mean"] *= factor
+        moved.to_csv(tmp_path / target.out / "summary.csv", index=False)
+        rows[factor] = {row[1]: row for row in (line.split() for line in reproduce.compare([target], tmp_path)[1:])}
+    small, large = rows[1 + 1e-13]["zero"], rows[1 + 1e-3]["zero"]
+    assert small[4] == small[2] and float(small[5]) == 0 and small[8:] == ["rounding", "only"]
+    assert large[5] == "inf" and large[8] == "DIFFERS"

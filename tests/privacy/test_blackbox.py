@@ -123,7 +123,7 @@ def test_unrounded_releases_leak_their_low_bits():
 
 
 def test_the_delta_point_is_nearly_blind_to_a_gaussian_mistake():
-    """README: an analytic Gaussian with sqrt(2) too little noise at (1, 1e-5) sits only ~6e-4 below the
+    """docs/privacy.md: an analytic Gaussian with sqrt(2) too little noise at (1, 1e-5) sits only ~6e-4 below the
     (eps, delta) region's FNR at FPR 1e-3, at (0.25, 0.1) by ~0.1 (the sweep's delta = 0.1 budgets)."""
     from audits.bounds import gaussian_mu
 
@@ -223,7 +223,7 @@ def test_audit_script_errors_are_one_line_with_status_2():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "scripts/audit.py", "no_such_mechanism"], cwd=root, capture_output=True,
                          text=True, timeout=120)
-    assert out.returncode == 2 and out.stderr.startswith("audit.py: error: unknown mechanism")
+    assert out.returncode == 2 and out.stderr.startswith("dpcov audit: error: unknown mechanism")
     assert len(out.stderr.strip().splitlines()) == 1
 
 

@@ -1,8 +1,8 @@
-"""Runs peer libraries' private estimators for scripts/head_to_head.py, in the peers' own interpreter
+"""Runs peer libraries' private estimators for dpcov head-to-head, in the peers' own interpreter
 (diffprivlib 0.6.6 pins scikit-learn <= 1.7.2, so the peers may live in a virtual environment of their
 own). Imports neither dpcov nor anything of this repository.
 
-    PEERS_PYTHON scripts/peer_calls.py JOB.npz      # prints one JSON line per finished trial
+    PEERS_PYTHON dpcov/commands/peer_calls.py JOB.npz      # prints one JSON line per finished trial
 
 JOB.npz holds ``X`` (rows in the unit ball), optionally ``y``, and ``spec`` (JSON): {"method": ...,
 "epsilon": ..., "k": ..., "trials": ..., "seed": ...}. Methods:

@@ -1,0 +1,58 @@
+"""Run one experiment: dpcov run experiment=<name> [scale=paper|small|smoke] [overrides...]
+Several (Hydra multirun): dpcov run -m experiment=<name> seed=1,2  (each job: its own output_dir)"""
+import sys
+import warnings
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import open_dict
+
+from experiments.config import (CONF_DIR, ConfigError, build_experiment, check_command_line, job_output_dir,
+                                open_key_overrides)
+from experiments.runner import Interrupted, run_experiment
+from figures.plot import draw
+
+warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"  # one line each
+
+
+@hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")  # shipped as package data
+def main(cfg) -> None:
+    hydra_cfg = HydraConfig.get()
+    overrides = list(hydra_cfg.overrides.task)
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # every job its own directory, named by its swept values
+        with open_dict(cfg):
+            cfg.output_dir = job_output_dir(cfg.output_dir, sys.argv[1:], overrides)
+    try:
+        experiment = build_experiment(cfg, overrides)
+    except ConfigError as err:
+        sys.exit(f"config error: {err}")
+    try:
+        out = run_experiment(experiment)  # runs and stores ...
+        png, _ = draw(experiment, out)  # ... then the figures are drawn from the stored summary
+    except Interrupted as stop:
+        print(f"interrupted: {stop.kept} runs kept in {stop.results}; re-run the same command to resume",
+              file=sys.stderr, flush=True)
+        sys.exit(130)
+    except (ValueError, OSError) as err:  # bad data, files or directories: say what, without a traceback
+        sys.exit(f"error: {err}")
+    print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {png} (+ .pdf)\n"
+          f"config:  {out.config}")
+
+
+def cli(argv: list[str] | None = None) -> None:
+    """``dpcov run ARGS`` (and ``python run.py ARGS``): Hydra reads sys.argv, so ARGS go there."""
+    argv = open_key_overrides(sys.argv[1:] if argv is None else list(argv))
+    try:
+        check_command_line(argv)  # YAML syntax and unknown keys, before Hydra's tracebacks
+    except ConfigError as err:
+        sys.exit(f"config error: {err}")
+    sys.argv = [sys.argv[0], *argv]
+    try:
+        main()
+    except KeyboardInterrupt:  # before or after the runs (during a run: the message above)
+        sys.exit("interrupted")
+
+
+if __name__ == "__main__":
+    cli()

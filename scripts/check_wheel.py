@@ -1,0 +1,68 @@
+"""Check the package as a new user gets it: build the wheel, install it into a fresh virtual
+environment, and from an empty temporary directory (no checkout on the path) run the first command,
+a short audit and an estimator fit. CI runs this (.ci/run); it prints each command and its output.
+
+    python scripts/check_wheel.py [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIT = """
+import numpy as np
+from dpcov import PrivatePCA, ZCDP
+X = np.random.default_rng(0).normal(size=(5000, 6)) * [3, 2, 1, 0.5, 0.5, 0.5] / 12
+pca = PrivatePCA(2, budget=ZCDP(0.5), radius=1.0, random_state=0).fit(X)
+print(f"PrivatePCA: mechanism_={pca.mechanism_}, spent {pca.ledger_}")
+print("components_:", np.round(pca.components_, 2).tolist())
+"""
+
+
+def step(title: str, command: list[str], cwd: Path, env: dict, expect: int = 0) -> str:
+    print(f"\n$ {' '.join(command)}    ({title})", flush=True)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    output = done.stdout + done.stderr
+    print(output.rstrip() + f"\n[{title}: exit {done.returncode}, {time.perf_counter() - start:.1f} s]", flush=True)
+    if done.returncode != expect:
+        sys.exit(f"check_wheel: {title} failed (exit {done.returncode})")
+    return output
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keep", type=Path, help="work here (kept) instead of a temporary directory")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="dpcov-wheel-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    step("build the wheel", [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work / "dist"),
+                             str(ROOT)], ROOT, env)
+    wheel = next((work / "dist").glob("dpcov-*.whl"))
+    venv = work / "venv"
+    step("fresh virtual environment", [sys.executable, "-m", "venv", str(venv)], work, env)
+    bin_dir = venv / "bin"
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    step("install the wheel", [str(bin_dir / "pip"), "install", "--quiet", str(wheel)], work, env)
+    user = work / "user"  # an empty directory: the package alone, no checkout beside it
+    user.mkdir(exist_ok=True)
+    step("help", ["dpcov", "--help"], user, env)
+    out = step("first command", ["dpcov", "run", "experiment=synthetic_trace", "scale=smoke"], user, env)
+    written = user / "outputs" / "synthetic_trace" / "smoke"
+    missing = [f for f in ("results.csv", "summary.csv", "figure.png", "config.yaml") if not (written / f).is_file()]
+    if missing or "results:" not in out:
+        sys.exit(f"check_wheel: the first command did not write {missing} under {written}")
+    step("audit", ["dpcov", "audit", "gauss", "--runs", "200", "--seconds", "30", "--n-jobs", "2", "--quiet"], user, env)
+    step("estimator fit", [str(bin_dir / "python"), "-c", FIT], user, env)
+    print(f"\ncheck_wheel: the wheel {wheel.name} installs and runs from {user}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
