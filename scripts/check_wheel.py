@@ -19,7 +19,7 @@ FIT = """
 import numpy as np
 from dpcov import PrivatePCA, ZCDP
 X = np.random.default_rng(0).normal(size=(5000, 6)) * [3, 2, 1, 0.5, 0.5, 0.5] / 12
-pca = PrivatePCA(2, budget=ZCDP(0.5), radius=1.0, random_state=0).fit(X)
+pca = PrivatePCA(2, budget=ZCDP(0.5), radius=1.0, centering="private", random_state=0).fit(X)
 print(f"PrivatePCA: mechanism_={pca.mechanism_}, spent {pca.ledger_}")
 print("components_:", np.round(pca.components_, 2).tolist())
 """
