@@ -25,3 +25,6 @@ class Data:
     rows_unbounded: np.ndarray | None = None
     sigma: np.ndarray | None = None  # the statistic X^T X / n, when X is None
     n: int | None = None  # its sample size
+    # The sums of the rows (mechanisms/problem.py BandSums), when X is None: a table streamed a block at
+    # a time (data/table.py); the mechanisms see exactly what CovProblem.from_rows would give them.
+    statistics: object = None

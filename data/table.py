@@ -32,6 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mechanisms.problem import BandSums, row_norms
+
+from .chunks import BLOCK_BYTES, file_blocks
 from .files import REPO_ROOT, DataFileError, data_dirs, sha256sum
 from .registry_types import Data
 
@@ -79,8 +82,10 @@ def read_table(path: Path) -> tuple[np.ndarray | None, object]:
     return None, frame
 
 
-def select_columns(path: Path, array, frame, columns) -> tuple[np.ndarray, list[str]]:
-    """The chosen columns as a float matrix and their names (clear errors for every bad choice)."""
+def select_columns(path: Path, array, frame, columns, first_row: int = 0,
+                   allow_empty: bool = False) -> tuple[np.ndarray, list[str]]:
+    """The chosen columns as a float matrix and their names (clear errors for every bad choice);
+    ``first_row``: the table's row number of the first row given (a block of a larger table)."""
     available = [str(c) for c in frame.columns] if frame is not None else list(range(array.shape[1]))
     if columns is not None and not isinstance(columns, (list, tuple)):
         columns = [columns]
@@ -104,7 +109,7 @@ def select_columns(path: Path, array, frame, columns) -> tuple[np.ndarray, list[
     if missing:
         raise ValueError(f"{path}: no column(s) {missing}; the file has {available}")
     frame = frame.set_axis(available, axis=1)[[str(c) for c in chosen]]
-    if frame.empty:
+    if frame.empty and not allow_empty:
         raise ValueError(f"{path}: no rows")
     values = {}
     for name in frame.columns:
@@ -112,12 +117,14 @@ def select_columns(path: Path, array, frame, columns) -> tuple[np.ndarray, list[
         values[name] = column if pd.api.types.is_numeric_dtype(column) else pd.to_numeric(column, errors="coerce")
         bad = np.flatnonzero(values[name].isna() & column.notna())
         if len(bad):
-            raise ValueError(f"{path}: column {name!r} is not numeric (row {bad[0]}: {column.iloc[bad[0]]!r}); "
+            raise ValueError(f"{path}: column {name!r} is not numeric (row {bad[0] + first_row}: "
+                             f"{column.iloc[bad[0]]!r}); "
                              f"choose numeric columns with params.columns=[...]")
     return pd.DataFrame(values).to_numpy(dtype=float), list(frame.columns)
 
 
 def standardized(X: np.ndarray, how: str) -> np.ndarray:
+    """The standardisation of an in-memory table (the streamed one: ``column_transform``)."""
     if how == "none":
         return X
     if how == "minmax":
@@ -130,6 +137,30 @@ def standardized(X: np.ndarray, how: str) -> np.ndarray:
     return centred / np.where(std > 0, std, 1.0)
 
 
+class ColumnMoments:
+    """Per-column count, mean, sum of squared deviations (Chan et al.'s parallel update), minimum and
+    maximum, a block at a time: the table's own statistics the non-private standardisations use."""
+
+    def __init__(self):
+        self.n, self.mean, self.m2, self.low, self.high = 0, 0.0, 0.0, np.inf, -np.inf
+
+    def add(self, X: np.ndarray) -> None:
+        n, mean = len(X), X.mean(axis=0)
+        m2 = ((X - mean) ** 2).sum(axis=0)
+        total = self.n + n
+        delta = mean - self.mean
+        self.mean = self.mean + delta * (n / total)
+        self.m2 = self.m2 + m2 + delta**2 * (self.n * n / total)
+        self.low, self.high, self.n = np.minimum(self.low, X.min(axis=0)), np.maximum(self.high, X.max(axis=0)), total
+
+    def transform(self, how: str) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """(shift, scale): standardised rows are (x - shift) / scale."""
+        if how == "minmax":
+            return self.low, np.where(self.high > self.low, self.high - self.low, 1.0)
+        std = np.sqrt(self.m2 / self.n)
+        return self.mean, (np.where(std > 0, std, 1.0) if how == "zscore" else 1.0)
+
+
 def bounded(X: np.ndarray, bound) -> tuple[np.ndarray, float, float]:
     """(rows in the ball, its radius, fraction of rows clipped) for a declared bound or "max"."""
     norms = np.linalg.norm(X, axis=1)
@@ -138,34 +169,100 @@ def bounded(X: np.ndarray, bound) -> tuple[np.ndarray, float, float]:
         if largest == 0:
             raise ValueError("every row is zero: nothing to estimate (bound=max divides by the largest norm)")
         return X / largest, 1.0, 0.0
+    check_bound(bound)
+    return clipped(X, norms, bound), float(bound), float((norms > bound).mean())
+
+
+def check_bound(bound) -> None:
     if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not (np.isfinite(bound) and bound > 0):
         raise ValueError(f"bound must be a number > 0 (a declared norm bound: rows are clipped to it) or "
                          f"'max' (divide by the data's largest row norm: not private), got {bound!r}")
+
+
+def clipped(X: np.ndarray, norms: np.ndarray, bound: float) -> np.ndarray:
+    """Rows with norm > bound scaled to norm bound (x -> x bound / ||x||), the others unchanged."""
     over = norms > bound
     factor = np.where(over, bound / np.where(over, norms, 1.0), 1.0)
-    return X * factor[:, None], float(bound), float(over.mean())
+    return X * factor[:, None]
+
+
+def _finite_blocks(file: Path, names: list[str], blocks):
+    """The blocks, after checking the whole table holds no NaN/inf (counted over every block)."""
+    bad_rows, first, offset = 0, None, 0
+    for X in blocks:
+        bad = ~np.isfinite(X)
+        if bad.any():
+            rows = bad.any(axis=1)
+            bad_rows += int(rows.sum())
+            if first is None:
+                row, col = np.argwhere(bad)[0]
+                first = (row + offset, names[col])
+        elif not bad_rows:
+            yield X
+        offset += len(X)
+    if bad_rows:
+        raise ValueError(f"{file}: {bad_rows} row(s) hold NaN, inf or an empty cell (first: row {first[0]}, column "
+                         f"{first[1]!r}); drop or impute them first")
+    if not offset:
+        raise ValueError(f"{file}: no rows")
+
+
+def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES):
+    """(names, the rows the mechanisms see, a block at a time, info) of a table file: standardised and
+    bounded as ``table`` describes, streamed. ``info`` (max_norm, clipped_fraction) is complete once
+    the blocks are exhausted. The non-private steps read the table first (one pass each)."""
+    names, _ = file_blocks(file, columns, block_bytes)
+    read = lambda: _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1])  # noqa: E731
+    shift, scale = 0.0, 1.0
+    if standardize != "none":  # the table's own means, deviations or ranges: NOT private
+        moments = ColumnMoments()
+        for X in read():
+            moments.add(X)
+        shift, scale = moments.transform(standardize)
+    prepare = (lambda X: X) if standardize == "none" else (lambda X: (X - shift) / scale)
+    largest = None
+    if bound == "max":  # the table's own largest norm: NOT private
+        largest = max(float(row_norms(prepare(X)).max()) for X in read())
+        if largest == 0:
+            raise ValueError("every row is zero: nothing to estimate (bound=max divides by the largest norm)")
+    else:
+        check_bound(bound)
+    info = {"max_norm": 0.0, "clipped_fraction": 0.0}
+
+    def blocks():
+        n = over = 0
+        for X in read():
+            X = prepare(X)
+            norms = row_norms(X)
+            info["max_norm"] = max(info["max_norm"], float(norms.max()))
+            n += len(X)
+            if largest is not None:
+                yield X / largest
+            else:
+                over += int((norms > bound).sum())
+                yield clipped(X, norms, bound)
+        info["clipped_fraction"] = over / n
+    return names, blocks(), info
 
 
 def table(path: str, columns, standardize: str, bound, rng: np.random.Generator, data_dir=None) -> Data:
-    """The rows of a user's file (module docstring). ``rng`` is unused: the rows are the file's."""
+    """The statistics of a user's file (module docstring), streamed. ``rng`` is unused."""
     if standardize not in STANDARDIZE:
         raise ValueError(f"standardize must be one of {STANDARDIZE}, got {standardize!r}")
     if bound is None:
         raise ValueError("set the norm bound: params.bound=<r> (rows clipped to norm r; private) or "
                          "params.bound=max (divide by the data's largest norm; not private)")
-    file = find_file(path, data_dir)
-    array, frame = read_table(file)
-    X, names = select_columns(file, array, frame, columns)
-    if len(X) == 0:
-        raise ValueError(f"{file}: no rows")
-    if not np.all(np.isfinite(X)):
-        row, col = np.argwhere(~np.isfinite(X))[0]
-        count = int((~np.isfinite(X)).any(axis=1).sum())
-        raise ValueError(f"{file}: {count} row(s) hold NaN, inf or an empty cell (first: row {row}, column "
-                         f"{names[col]!r}); drop or impute them first")
-    X = standardized(X, standardize)
-    largest = float(np.linalg.norm(X, axis=1).max())
-    X, radius, clipped = bounded(X, bound)
-    info = {"file_sha256": sha256sum(file), "columns": ",".join(names), "clipped_fraction": clipped,
-            "max_norm": largest, "private_preprocessing": standardize == "none" and bound != "max"}
-    return Data(X, radius=radius, info=info)
+    return table_data(find_file(path, data_dir), columns, standardize, bound)
+
+
+def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES) -> Data:
+    """``table`` on a found file, a block at a time: memory holds one block (about ``block_bytes``) and
+    O(bands d^2) sums, whatever the file's size."""
+    names, blocks, info = table_blocks(file, columns, standardize, bound, block_bytes)
+    radius = 1.0 if bound == "max" else float(bound)
+    sums = BandSums(radius)
+    for X in blocks:
+        sums.add(X)
+    info = {"file_sha256": sha256sum(file), "columns": ",".join(names), "clipped_fraction": info["clipped_fraction"],
+            "max_norm": info["max_norm"], "private_preprocessing": standardize == "none" and bound != "max"}
+    return Data(None, radius=radius, info=info, statistics=sums)

@@ -55,7 +55,9 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
         ridge = None
         if experiment.ridge_alpha is not None and data.target is not None:
             ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
-        if data.X is None:  # a simulated statistic (Data.sigma of Data.n rows)
+        if data.statistics is not None:  # rows summed a block at a time (a streamed table)
+            problem = data.statistics.problem(ridge=ridge)
+        elif data.X is None:  # a simulated statistic (Data.sigma of Data.n rows)
             problem = CovProblem.from_sigma(data.sigma, data.n, radius=data.radius)
         else:
             problem = CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.rows_unbounded)

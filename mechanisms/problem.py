@@ -12,6 +12,7 @@ The statistics are small (no n x d array), so shipping them to worker processes 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -81,31 +82,21 @@ class CovProblem:
 
     @classmethod
     def from_rows(cls, X, radius: float = 1.0, ridge=None, rows=None) -> "CovProblem":
-        raw = rows
-        X, norms = _checked_rows(X, radius)
-        n, d = X.shape
-        nonzero = norms > 0
-        bands = np.full(n, -1)
-        bands[nonzero] = dyadic_band(norms[nonzero], radius)
-        exponents = np.unique(bands[nonzero])
-        moments = np.empty((len(exponents), d, d))
-        directions = np.empty((len(exponents), d, d))
-        counts = np.empty(len(exponents), dtype=np.int64)
-        for k, j in enumerate(exponents):
-            rows = X[bands == j]  # boolean indexing copies: scaled to unit rows in place below
-            moments[k] = rows.T @ rows / n
-            rows /= norms[bands == j, None]
-            directions[k] = rows.T @ rows / n
-            counts[k] = len(rows)
-        sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
-        sigma = (sigma + sigma.T) / 2
-        eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
-        if raw is not None:
-            raw = np.asarray(raw, dtype=float)
-            if raw.shape != X.shape or not np.all(np.isfinite(raw)):
-                raise ValueError(f"rows must be a finite array of the shape of X {X.shape}, got {raw.shape}")
-        return cls(n, d, float(radius), sigma, eigenvalues, exponents, counts, moments, directions, ridge,
-                   raw)
+        X = np.asarray(X, dtype=float)
+        if rows is not None:
+            rows = np.asarray(rows, dtype=float)
+            if rows.shape != X.shape or not np.all(np.isfinite(rows)):
+                raise ValueError(f"rows must be a finite array of the shape of X {X.shape}, got {rows.shape}")
+        return BandSums(radius).add(X).problem(ridge=ridge, rows=rows)
+
+    @classmethod
+    def from_chunks(cls, chunks, radius: float = 1.0, ridge=None) -> "CovProblem":
+        """The same statistics from an iterable of row blocks (a file read in pieces, say), in one pass
+        and in memory that does not grow with n: one block plus O(bands d^2)."""
+        sums = BandSums(radius)
+        for chunk in chunks:
+            sums.add(chunk)
+        return sums.problem(ridge=ridge)
 
     @classmethod
     def from_sigma(cls, sigma, n: int, radius: float = 1.0) -> "CovProblem":
@@ -176,6 +167,85 @@ class CovProblem:
                 exponents = np.concatenate([[m], exponents])
                 counts = np.concatenate([[clipped], counts])
         return exponents, counts
+
+
+class BandSums:
+    """The sums behind a CovProblem, added a block of rows at a time and mergeable (a tree reduction
+    over partitions, e.g. Dask's): n, and per dyadic norm band its count, sum x x^T and sum x x^T /
+    ||x||^2. ``add`` checks each block (NaN/inf, norms inside the ball; rows are numbered across
+    blocks). One block gives exactly the bits of the in-memory build; several agree with it to
+    rounding (sums in another order)."""
+
+    def __init__(self, radius: float):
+        if not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+        self.radius, self.n, self.d = float(radius), 0, None
+        self.counts: dict[int, int] = {}
+        self.moments: dict[int, np.ndarray] = {}
+        self.directions: dict[int, np.ndarray] = {}
+
+    def add(self, X) -> "BandSums":
+        if self.d is not None and np.ndim(X) == 2 and np.shape(X)[1] != self.d:
+            raise ValueError(f"a block of {np.shape(X)[1]} columns after blocks of {self.d}")
+        try:
+            X, norms = _checked_rows(X, self.radius)
+        except ValueError as err:  # number the row across blocks
+            raise ValueError(_renumber(str(err), self.n)) from None
+        self.d = X.shape[1]
+        nonzero = norms > 0
+        bands = np.full(len(X), -1)
+        bands[nonzero] = dyadic_band(norms[nonzero], self.radius)
+        for j in np.unique(bands[nonzero]):
+            rows = X[bands == j]  # boolean indexing copies: scaled to unit rows in place below
+            moment = rows.T @ rows
+            rows /= norms[bands == j, None]
+            self._accumulate(int(j), len(rows), moment, rows.T @ rows)
+        self.n += len(X)
+        return self
+
+    def _accumulate(self, j: int, count: int, moment: np.ndarray, direction: np.ndarray) -> None:
+        if j in self.counts:
+            self.counts[j] += count
+            self.moments[j] += moment
+            self.directions[j] += direction
+        else:
+            self.counts[j], self.moments[j], self.directions[j] = count, moment, direction
+
+    def merge(self, other: "BandSums") -> "BandSums":
+        """Both blocks' sums in this one (the same radius); returns self."""
+        if other.radius != self.radius:
+            raise ValueError(f"cannot merge sums for radius {other.radius:g} into radius {self.radius:g}")
+        if other.d is not None and self.d is not None and other.d != self.d:
+            raise ValueError(f"cannot merge sums of {other.d} columns into sums of {self.d}")
+        for j in sorted(other.counts):
+            self._accumulate(j, other.counts[j], other.moments[j].copy(), other.directions[j].copy())
+        self.n += other.n
+        self.d = self.d if self.d is not None else other.d
+        return self
+
+    def problem(self, ridge=None, rows=None) -> CovProblem:
+        if self.n == 0 or self.d is None:
+            raise ValueError("data must have at least one row and one column, got no rows")
+        n, d = self.n, self.d
+        exponents = np.array(sorted(self.counts), dtype=np.int64)
+        moments = np.empty((len(exponents), d, d))
+        directions = np.empty((len(exponents), d, d))
+        for k, j in enumerate(exponents):
+            moments[k] = self.moments[j] / n
+            directions[k] = self.directions[j] / n
+        counts = np.array([self.counts[j] for j in exponents], dtype=np.int64)
+        sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
+        sigma = (sigma + sigma.T) / 2
+        eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
+        return CovProblem(n, d, self.radius, sigma, eigenvalues, exponents, counts, moments, directions, ridge,
+                          rows)
+
+
+def _renumber(message: str, offset: int) -> str:
+    """A row-numbered error of one block, numbered in the whole table (offset: rows before the block)."""
+    if not offset:
+        return message
+    return re.sub(r"(first at row |^row )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + offset}", message)
 
 
 def dyadic_band(norms: np.ndarray, radius: float) -> np.ndarray:

@@ -5,8 +5,9 @@ import pytest
 
 from data.files import DataFileError
 from data.registry import get_dataset
-from data.table import table
+from data.table import bounded, standardized, table, table_blocks, table_data
 from experiments.runner import run_experiment
+from mechanisms.problem import CovProblem
 
 
 @pytest.fixture
@@ -28,16 +29,21 @@ def load(path, columns=None, standardize="none", bound=1.0, **kw):
     return table(str(path), columns, standardize, bound, rng=np.random.default_rng(0), **kw)
 
 
+def rows(path, columns=None, standardize="none", bound=1.0, block_bytes=1 << 20):
+    """The rows the mechanisms see (the dataset sums them a block at a time), all in memory."""
+    return np.concatenate(list(table_blocks(path, columns, standardize, bound, block_bytes)[1]))
+
+
 def test_declared_bound_clips_rows_and_records_the_fraction(csv, frame):
     data = load(csv, ["a", "b", "c"], bound=2.0)
     raw = frame[["a", "b", "c"]].to_numpy()
     norms = np.linalg.norm(raw, axis=1)
     assert data.radius == 2.0 and data.info["clipped_fraction"] == pytest.approx(np.mean(norms > 2))
     assert 0 < data.info["clipped_fraction"] < 1 and data.info["private_preprocessing"] is True
-    inside = norms <= 2
-    assert np.array_equal(data.X[inside], raw[inside])  # rows inside the ball are untouched
-    assert np.allclose(np.linalg.norm(data.X[~inside], axis=1), 2.0)  # the others land on the sphere
-    assert np.allclose(data.X[~inside] / np.linalg.norm(data.X[~inside], axis=1)[:, None],
+    inside, X = norms <= 2, rows(csv, ["a", "b", "c"], bound=2.0)
+    assert np.array_equal(X[inside], raw[inside])  # rows inside the ball are untouched
+    assert np.allclose(np.linalg.norm(X[~inside], axis=1), 2.0)  # the others land on the sphere
+    assert np.allclose(X[~inside] / np.linalg.norm(X[~inside], axis=1)[:, None],
                        raw[~inside] / norms[~inside, None])  # same directions
     assert data.info["columns"] == "a,b,c" and data.info["max_norm"] == pytest.approx(norms.max())
 
@@ -45,13 +51,13 @@ def test_declared_bound_clips_rows_and_records_the_fraction(csv, frame):
 def test_bound_max_divides_by_the_largest_norm(csv, frame):
     data = load(csv, ["a", "c"], bound="max")
     raw = frame[["a", "c"]].to_numpy()
-    assert data.radius == 1.0 and np.allclose(data.X, raw / np.linalg.norm(raw, axis=1).max())
+    assert data.radius == 1.0 and np.allclose(rows(csv, ["a", "c"], bound="max"), raw / np.linalg.norm(raw, axis=1).max())
     assert data.info["clipped_fraction"] == 0 and data.info["private_preprocessing"] is False
 
 
 @pytest.mark.parametrize("how", ["center", "zscore", "minmax"])
 def test_standardisation(csv, frame, how):
-    X = load(csv, ["a", "b"], standardize=how, bound=100.0).X
+    X = rows(csv, ["a", "b"], standardize=how, bound=100.0, block_bytes=8 * 2 * 70)  # blocks of 70 rows
     raw = frame[["a", "b"]].to_numpy()
     if how == "minmax":
         assert np.allclose(X.min(axis=0), 0) and np.allclose(X.max(axis=0), 1)
@@ -65,20 +71,19 @@ def test_all_formats_give_the_same_rows(tmp_path, frame):
     numeric = frame[["a", "b", "c"]]
     numeric.to_csv(tmp_path / "t.tsv", sep="\t", index=False)
     np.save(tmp_path / "t.npy", numeric.to_numpy())
-    expected = load(tmp_path / "t.tsv", bound="max").X
-    assert np.array_equal(load(tmp_path / "t.npy", bound="max").X, expected)
-    assert np.array_equal(load(tmp_path / "t.npy", [0, 2], bound="max").X,
-                          load(tmp_path / "t.tsv", ["a", "c"], bound="max").X)
+    expected = rows(tmp_path / "t.tsv", bound="max")
+    assert np.array_equal(rows(tmp_path / "t.npy", bound="max"), expected)
+    assert np.array_equal(rows(tmp_path / "t.npy", [0, 2], bound="max"), rows(tmp_path / "t.tsv", ["a", "c"], bound="max"))
     pytest.importorskip("pyarrow", reason="Parquet needs pyarrow")
     numeric.to_parquet(tmp_path / "t.parquet")
-    assert np.array_equal(load(tmp_path / "t.parquet", bound="max").X, expected)
+    assert np.array_equal(rows(tmp_path / "t.parquet", bound="max"), expected)
 
 
 def test_relative_path_is_found_in_the_data_directory(tmp_path, frame, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "store").mkdir()
     frame[["a"]].to_csv(tmp_path / "store" / "x.csv", index=False)
-    assert load("x.csv", data_dir=tmp_path / "store").X.shape == (300, 1)
+    assert load("x.csv", data_dir=tmp_path / "store").statistics.problem().n == 300
 
 
 @pytest.mark.parametrize("columns, kwargs, message", [
@@ -158,3 +163,65 @@ def test_other_experiments_run_on_a_table_once_their_data_parameters_are_dropped
                      "params.bound=max", "mechanisms=[gauss,separate]")
     rows = pd.read_csv(run_experiment(exp).results)
     assert set(rows.dataset) == {"table"} and len(rows) == 2 * 2 * 2
+
+
+def write(path, values: np.ndarray, names=None):
+    names = names or [f"x{i}" for i in range(values.shape[1])]
+    if path.suffix == ".npy":
+        np.save(path, values)
+    elif path.suffix == ".parquet":
+        pd.DataFrame(values, columns=names).to_parquet(path, row_group_size=997)
+    else:
+        pd.DataFrame(values, columns=names).to_csv(path, sep="\t" if path.suffix == ".tsv" else ",", index=False)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".npy", ".parquet"])
+@pytest.mark.parametrize("standardize, bound", [("none", 3.0), ("none", "max"), ("zscore", 2.0), ("minmax", "max"),
+                                                ("center", 1.5)])
+def test_streamed_statistics_equal_the_in_memory_build(tmp_path, suffix, standardize, bound):
+    """A table read in blocks of 333 rows gives the CovProblem of the whole table in memory: n and the
+    band counts exactly, Sigma, its eigenvalues and the band sums to 1e-12 relative."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow", reason="Parquet needs pyarrow")
+    raw = np.random.default_rng(2).standard_normal((5000, 4)) * [2.0, 1.0, 0.5, 0.1] + [1, 0, 0, 3]
+    path = write(tmp_path / f"t{suffix}", raw)
+    X, radius, _ = bounded(standardized(raw, standardize), bound)
+    expected = CovProblem.from_rows(X, radius=radius)
+    data = table_data(path, None, standardize, bound, block_bytes=8 * 4 * 333)
+    streamed = data.statistics.problem()
+    assert streamed.n == expected.n and streamed.radius == expected.radius
+    assert np.array_equal(streamed.band_exponents, expected.band_exponents)
+    assert np.array_equal(streamed.band_counts, expected.band_counts)
+    for name in ("sigma", "eigenvalues", "band_moments", "band_directions"):
+        a, b = getattr(streamed, name), getattr(expected, name)
+        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), name
+    norms = np.linalg.norm(standardized(raw, standardize), axis=1)
+    assert data.info["max_norm"] == pytest.approx(norms.max(), rel=1e-12)
+    assert data.info["clipped_fraction"] == (0 if bound == "max" else np.mean(norms > bound))
+
+
+def test_bad_cells_are_numbered_in_the_whole_table_across_blocks(tmp_path):
+    values = np.random.default_rng(3).standard_normal((1000, 2))
+    values[[700, 950], 1] = np.nan
+    with pytest.raises(ValueError, match=r"2 row\(s\) hold NaN.*first: row 700, column 'x1'"):
+        table_data(write(tmp_path / "nan.csv", values), None, "none", 5.0, block_bytes=8 * 2 * 128)
+    (tmp_path / "mixed.csv").write_text("a\n" + "1\n" * 600 + "three\n")
+    with pytest.raises(ValueError, match=r"column 'a' is not numeric \(row 600: 'three'\)"):
+        table_data(tmp_path / "mixed.csv", None, "none", 5.0, block_bytes=8 * 100)
+
+
+def test_a_streamed_table_holds_one_block_in_memory(tmp_path):
+    """Peak Python/numpy allocations while summing a memory-mapped .npy of 48 MB in 1 MB blocks stay a
+    few blocks, not the file (tracemalloc sees numpy's allocations; the mapped file is not one)."""
+    import tracemalloc
+    path = tmp_path / "big.npy"
+    np.save(path, np.random.default_rng(4).uniform(-0.2, 0.2, size=(300_000, 20)))
+    tracemalloc.start()
+    try:
+        data = table_data(path, None, "none", 1.0, block_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert data.statistics.n == 300_000
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MB for a 48 MB file in 1 MB blocks"
