@@ -1,13 +1,17 @@
-"""A table read a block of rows at a time: ``.npy`` memory-mapped, CSV/TSV in chunks (pandas),
-Parquet by record batches (pyarrow), Dask arrays and dataframes partition by partition. Each block
-is a float64 array of the chosen columns, checked like the whole table (data/table.py), so the
-statistics of a file larger than memory are built in memory that does not grow with its rows."""
+"""A table read a block of rows at a time: ``.npy`` memory-mapped, CSV/TSV in chunks (pandas), Parquet
+by record batches (pyarrow). Each block is a float64 array of the chosen columns, checked like the
+whole table (data/table.py), so the statistics of a file larger than memory are built in memory that
+does not grow with its rows. Dask arrays and dataframes: the same sums computed by the workers, one per
+partition, reduced in a tree (``dask_sums``)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
+from mechanisms.norm_bound import clip_rows
+from mechanisms.problem import BandSums, row_norms
 
 BLOCK_BYTES = 64 << 20  # one block of float64 rows: at most about this many bytes
 
@@ -21,21 +25,44 @@ def is_dask(obj) -> bool:
     return type(obj).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
-def dask_blocks(obj, columns=None) -> Iterator[np.ndarray]:
-    """A Dask array's or dataframe's partitions, one at a time, as float64 row blocks."""
-    frame = obj if not hasattr(obj, "blocks") else None
-    if frame is not None:
-        if columns is not None:
-            frame = frame[list(columns)]
-        for part in frame.to_delayed():
-            yield np.asarray(part.compute(), dtype=float)
-    else:
+def _partitions(obj, columns=None) -> list:
+    """A Dask array's (whole rows per block) or dataframe's partitions, as delayed objects."""
+    if hasattr(obj, "blocks"):  # a Dask array
         if obj.ndim != 2:
             raise ValueError(f"a Dask array of rows must be 2-D, got {obj.ndim} dimensions")
-        array = obj if columns is None else obj[:, list(columns)]
-        array = array.rechunk({1: -1})  # whole rows in each block
-        for i in range(array.numblocks[0]):
-            yield np.asarray(array.blocks[i].compute(), dtype=float)
+        array = (obj if columns is None else obj[:, list(columns)]).rechunk({1: -1})
+        return list(array.to_delayed().ravel())
+    return list((obj if columns is None else obj[list(columns)]).to_delayed())
+
+
+def _partition_sums(part, radius: float, clip: bool) -> BandSums:
+    X = np.asarray(part, dtype=float)
+    if clip:
+        X = clip_rows(X, radius, row_norms(X))[0]
+    return BandSums(radius).add(X)
+
+
+def _merged(a: BandSums, b: BandSums) -> BandSums:
+    return a.merge(b)
+
+
+def dask_sums(obj, radius: float, columns=None, clip: bool = False) -> BandSums:
+    """The sums of a Dask array's or dataframe's rows (mechanisms/problem.py BandSums), computed where
+    the partitions live: one BandSums per partition (rows clipped to ``radius`` first with clip=True,
+    else checked to lie inside it), merged pairwise in a tree; only d x d sums travel. Runs on the
+    scheduler in use (a ``distributed.Client``'s cluster, else Dask's default)."""
+    import dask
+
+    sums = [dask.delayed(_partition_sums)(part, radius, clip) for part in _partitions(obj, columns)]
+    if not sums:
+        raise ValueError("data must have at least one row and one column, got no partitions")
+    while len(sums) > 1:
+        sums = [dask.delayed(_merged)(*sums[i:i + 2]) if i + 1 < len(sums) else sums[i]
+                for i in range(0, len(sums), 2)]
+    try:
+        return dask.compute(sums[0])[0]
+    except ValueError as err:
+        raise ValueError(f"{err} (rows numbered within their partition)") from None
 
 
 def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[list[str], Iterator[np.ndarray]]:

@@ -1,9 +1,13 @@
 """executor=dask: the same experiment on a Dask cluster gives identical results for the same seed."""
+import numpy as np
 import pandas as pd
 import pytest
 
+from data.chunks import dask_sums
 from experiments.config import ConfigError
 from experiments.runner import run_experiment
+from mechanisms.norm_bound import clip_rows
+from mechanisms.problem import CovProblem
 
 distributed = pytest.importorskip("distributed", reason="executor=dask needs pip install -e '.[dask]'")
 
@@ -26,3 +30,30 @@ def test_executor_config_is_validated(experiment):
         experiment("synthetic_trace", "executor=spark")
     with pytest.raises(ConfigError, match="only used with executor=dask"):
         experiment("synthetic_trace", "dask_scheduler=tcp://x:8786")
+
+
+def assert_same_statistics(streamed: CovProblem, expected: CovProblem) -> None:
+    assert streamed.n == expected.n and np.array_equal(streamed.band_counts, expected.band_counts)
+    assert np.array_equal(streamed.band_exponents, expected.band_exponents)
+    for name in ("sigma", "eigenvalues", "band_moments", "band_directions"):
+        a, b = getattr(streamed, name), getattr(expected, name)
+        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), name
+
+
+def test_dask_workers_compute_the_statistics_of_one_process():
+    """Dask arrays and dataframes on a LocalCluster: one BandSums per partition on the workers, merged
+    in a tree, equal to the in-memory CovProblem (n exact, sums to 1e-12); clip=True clips per partition."""
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    X = np.random.default_rng(5).standard_normal((20011, 6)) * [1.0, 0.5, 0.3, 0.2, 0.1, 0.05] / 3
+    inside = clip_rows(X, 1.0)[0]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        array = da.from_array(inside, chunks=(2900, 3))  # column chunks too: rows are made whole
+        assert_same_statistics(dask_sums(array, 1.0).problem(), CovProblem.from_rows(inside))
+        frame = dd.from_pandas(pd.DataFrame(X, columns=list("abcdef")), npartitions=7)
+        assert_same_statistics(dask_sums(frame, 1.0, clip=True).problem(), CovProblem.from_rows(inside))
+        chosen = dask_sums(frame, 1.0, columns=["a", "c"], clip=True).problem()
+        assert_same_statistics(chosen, CovProblem.from_rows(clip_rows(X[:, [0, 2]], 1.0)[0]))
+        with pytest.raises(ValueError, match="norm .* > radius 1.*within their partition"):
+            dask_sums(frame, 1.0)
