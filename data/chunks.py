@@ -13,7 +13,7 @@ import numpy as np
 from mechanisms.norm_bound import clip_rows
 from mechanisms.problem import BandSums, row_norms
 
-BLOCK_BYTES = 64 << 20  # one block of float64 rows: at most about this many bytes
+BLOCK_BYTES = 16 << 20  # one block of float64 rows: about this many bytes (below glibc's mmap threshold: no page faults per block)
 
 
 def block_rows(d: int, block_bytes: int = BLOCK_BYTES) -> int:
@@ -93,7 +93,7 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[li
         except ImportError as err:
             raise ImportError(f"{path}: reading Parquet needs pyarrow ({err}): pip install pyarrow") from None
         try:
-            file = pq.ParquetFile(path)
+            file = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering kept every batch read (GBs)
         except (OSError, ValueError) as err:
             raise ValueError(f"{path}: cannot read it as parquet ({err})") from None
         available = list(file.schema_arrow.names)
@@ -101,7 +101,7 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[li
                                                                       else [columns])]
         read = [c for c in wanted if c in available] or None
         step = block_rows(len(wanted), block_bytes)
-        frames = (batch.to_pandas() for batch in file.iter_batches(batch_size=step, columns=read))
+        frames = file.iter_batches(batch_size=step, columns=read)
         empty = file.schema_arrow.empty_table().to_pandas()
     else:
         sep = "\t" if kind == "tsv" else ","
@@ -116,11 +116,70 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[li
     def blocks():
         offset = 0
         try:
-            for frame in frames:
-                yield select_columns(path, None, frame, names, first_row=offset)[0]
-                offset += len(frame)
+            for frame in frames:  # pandas chunks, or Arrow batches (numbers straight to numpy)
+                block = _numeric_batch(frame, names)
+                if block is None:
+                    frame = frame.to_pandas() if hasattr(frame, "to_pandas") else frame
+                    block = select_columns(path, None, frame, names, first_row=offset)[0]
+                yield block
+                offset += len(block)
         except (ValueError, pd.errors.ParserError) as err:
             if str(err).startswith(str(path)):
                 raise
             raise ValueError(f"{path}: cannot read it as {kind} ({err})") from None
-    return names, blocks()
+    return names, prefetched(blocks())
+
+
+def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
+    """An Arrow record batch of numeric columns without nulls as one float64 array (one
+    copy); None for anything else (a pandas chunk, text, nulls: select_columns then says what is wrong)."""
+    import pyarrow as pa
+
+    if not isinstance(batch, pa.RecordBatch) or batch.schema.names != names:
+        return None
+    columns = batch.columns
+    if any(c.null_count or not (pa.types.is_floating(c.type) or pa.types.is_integer(c.type)) for c in columns):
+        return None
+    block = np.empty((batch.num_rows, len(columns)), order="F")
+    for i, column in enumerate(columns):
+        block[:, i] = column.to_numpy(zero_copy_only=False)
+    return block
+
+
+def prefetched(blocks: Iterator[np.ndarray], depth: int = 1) -> Iterator[np.ndarray]:
+    """The same blocks, read ``depth`` ahead in a thread: reading and parsing (pyarrow, pandas' C parser,
+    numpy copies release the GIL) overlap the work on the block before. Errors arrive in order."""
+    import queue
+    import threading
+
+    ahead: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def read():
+        try:
+            for block in blocks:
+                while not stop.is_set():
+                    try:
+                        ahead.put(block, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            ahead.put(done)
+        except BaseException as err:  # handed to the consumer
+            ahead.put(err)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ahead.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()

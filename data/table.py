@@ -28,6 +28,7 @@ or repeated columns, non-numeric cells, NaN/inf (first row and column), no rows,
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -179,24 +180,25 @@ def check_bound(bound) -> None:
                          f"'max' (divide by the data's largest row norm: not private), got {bound!r}")
 
 
-def clipped(X: np.ndarray, norms: np.ndarray, bound: float) -> np.ndarray:
+def clipped(X: np.ndarray, norms: np.ndarray, bound: float, in_place: bool = False) -> np.ndarray:
     """Rows with norm > bound scaled to norm bound (x -> x bound / ||x||), the others unchanged."""
-    over = norms > bound
-    factor = np.where(over, bound / np.where(over, norms, 1.0), 1.0)
-    return X * factor[:, None]
+    over = np.flatnonzero(norms > bound)
+    X = X if in_place and X.flags.writeable else X.copy()
+    X[over] *= (bound / norms[over])[:, None]
+    return X
 
 
 def _finite_blocks(file: Path, names: list[str], blocks):
     """The blocks, after checking the whole table holds no NaN/inf (counted over every block)."""
     bad_rows, first, offset = 0, None, 0
     for X in blocks:
-        bad = ~np.isfinite(X)
+        suspect = np.flatnonzero(~np.isfinite(X.sum(axis=1)))  # NaN/inf make the row sum non-finite
+        bad = ~np.isfinite(X[suspect])  # (a sum that overflowed has no bad cell)
         if bad.any():
-            rows = bad.any(axis=1)
-            bad_rows += int(rows.sum())
+            bad_rows += int(bad.any(axis=1).sum())
             if first is None:
                 row, col = np.argwhere(bad)[0]
-                first = (row + offset, names[col])
+                first = (suspect[row] + offset, names[col])
         elif not bad_rows:
             yield X
         offset += len(X)
@@ -208,8 +210,8 @@ def _finite_blocks(file: Path, names: list[str], blocks):
 
 
 def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES):
-    """(names, the rows the mechanisms see, a block at a time, info) of a table file: standardised and
-    bounded as ``table`` describes, streamed. ``info`` (max_norm, clipped_fraction) is complete once
+    """(names, (rows, their norms) as the mechanisms see them, a block at a time, info) of a table file:
+    standardised and bounded as ``table`` describes, streamed. ``info`` (max_norm, clipped_fraction) is complete once
     the blocks are exhausted. The non-private steps read the table first (one pass each)."""
     names, _ = file_blocks(file, columns, block_bytes)
     read = lambda: _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1])  # noqa: E731
@@ -237,10 +239,10 @@ def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int 
             info["max_norm"] = max(info["max_norm"], float(norms.max()))
             n += len(X)
             if largest is not None:
-                yield X / largest
+                yield X / largest, norms / largest
             else:
                 over += int((norms > bound).sum())
-                yield clipped(X, norms, bound)
+                yield clipped(X, norms, bound, in_place=True), np.minimum(norms, bound)  # X: this block's own copy
         info["clipped_fraction"] = over / n
     return names, blocks(), info
 
@@ -258,11 +260,13 @@ def table(path: str, columns, standardize: str, bound, rng: np.random.Generator,
 def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES) -> Data:
     """``table`` on a found file, a block at a time: memory holds one block (about ``block_bytes``) and
     O(bands d^2) sums, whatever the file's size."""
-    names, blocks, info = table_blocks(file, columns, standardize, bound, block_bytes)
-    radius = 1.0 if bound == "max" else float(bound)
-    sums = BandSums(radius)
-    for X in blocks:
-        sums.add(X)
-    info = {"file_sha256": sha256sum(file), "columns": ",".join(names), "clipped_fraction": info["clipped_fraction"],
+    with ThreadPoolExecutor(1) as pool:
+        digest = pool.submit(sha256sum, file)  # beside the sums: hashing releases the GIL
+        names, blocks, info = table_blocks(file, columns, standardize, bound, block_bytes)
+        radius = 1.0 if bound == "max" else float(bound)
+        sums = BandSums(radius)
+        for X, norms in blocks:
+            sums.add(X, norms)
+    info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": info["clipped_fraction"],
             "max_norm": info["max_norm"], "private_preprocessing": standardize == "none" and bound != "max"}
     return Data(None, radius=radius, info=info, statistics=sums)

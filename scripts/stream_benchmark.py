@@ -1,0 +1,135 @@
+"""The streamed statistics on a table larger than memory (issue 39): a generated Parquet file of
+--rows x 20 columns, read by
+
+  floor    pyarrow's own read of every record batch, the data discarded (the speed limit);
+  stream   dataset=table's path (data/table.py table_data: blocks, clipping to the declared bound, sums);
+  dask     dask.dataframe.read_parquet + data/chunks.py dask_sums on a distributed.LocalCluster of
+           2 single-threaded worker processes;
+
+each in a fresh process (its peak resident memory from getrusage), and the streamed statistics of the
+first --check-rows rows against the in-memory build (CovProblem.from_rows) of the same rows.
+
+    python scripts/stream_benchmark.py --rows 100000000 --file /tmp/big.parquet
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = 20
+ROW_GROUP = 1_000_000
+SCALES = np.linspace(1.0, 0.05, COLUMNS) / 5  # rows mostly inside the unit ball, some clipped
+
+
+def generate(path: Path, rows: int, seed: int = 0) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = [f"x{i}" for i in range(COLUMNS)]
+    rng = np.random.default_rng(seed)
+    schema = pa.schema([(name, pa.float64()) for name in names])
+    with pq.ParquetWriter(path, schema, compression="none") as writer:
+        for start in range(0, rows, ROW_GROUP):
+            block = rng.standard_normal((min(ROW_GROUP, rows - start), COLUMNS)) * SCALES
+            writer.write_table(pa.Table.from_arrays([pa.array(block[:, i]) for i in range(COLUMNS)], names=names))
+
+
+def child(task: str, path: str) -> dict:
+    """One measurement, in this (fresh) process."""
+    start = time.perf_counter()
+    result = {}
+    if task == "floor":
+        import pyarrow.parquet as pq
+        rows = 0
+        for batch in pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=ROW_GROUP):
+            rows += batch.num_rows
+        result["rows"] = rows
+    elif task == "stream":
+        sys.path.insert(0, str(ROOT))
+        from data.table import table_data
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(limits=1):
+            data = table_data(Path(path), None, "none", 1.0)
+            problem = data.statistics.problem()
+        result.update(rows=problem.n, trace=problem.trace, clipped=data.info["clipped_fraction"])
+    elif task == "dask":
+        sys.path.insert(0, str(ROOT))
+        import dask.dataframe as dd
+        import distributed
+        from data.chunks import dask_sums
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster):
+            start = time.perf_counter()  # the cluster's start-up is not the statistics' time
+            problem = dask_sums(dd.read_parquet(path, split_row_groups=True), 1.0, clip=True).problem()
+        result.update(rows=problem.n, trace=problem.trace)
+    result["seconds"] = time.perf_counter() - start
+    result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def check(path: Path, rows: int) -> float:
+    """max |Sigma_streamed - Sigma_in_memory| / max |Sigma| on the first ``rows`` rows (a slice file)."""
+    import pyarrow.parquet as pq
+    sys.path.insert(0, str(ROOT))
+    from data.table import table_data
+    from mechanisms.norm_bound import clip_rows
+    from mechanisms.problem import CovProblem
+
+    table = pq.ParquetFile(path).read_row_groups(list(range(max(1, rows // ROW_GROUP))))
+    X = np.column_stack([c.to_numpy() for c in table.columns])
+    piece = path.with_name(path.stem + "_slice.parquet")
+    pq.write_table(table, piece, compression="none")
+    streamed = table_data(piece, None, "none", 1.0, block_bytes=8 << 20).statistics.problem()
+    piece.unlink()
+    expected = CovProblem.from_rows(clip_rows(X, 1.0)[0])
+    assert streamed.n == expected.n and np.array_equal(streamed.band_counts, expected.band_counts)
+    return float(np.abs(streamed.sigma - expected.sigma).max() / np.abs(expected.sigma).max())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=100_000_000)
+    parser.add_argument("--file", type=Path, default=Path("big.parquet"))
+    parser.add_argument("--check-rows", type=int, default=2_000_000)
+    parser.add_argument("--tasks", default="floor,stream,dask")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    if not args.file.exists():
+        start = time.perf_counter()
+        generate(args.file, args.rows)
+        print(f"generated {args.file}: {args.rows} rows x {COLUMNS} columns, "
+              f"{args.file.stat().st_size / 1e9:.1f} GB, {time.perf_counter() - start:.0f} s", flush=True)
+    size = args.file.stat().st_size
+    print(f"{args.file}: {size / 1e9:.2f} GB", flush=True)
+    results = {}
+    for task in args.tasks.split(","):
+        done = subprocess.run([sys.executable, __file__, "--child", task, str(args.file)], capture_output=True,
+                              text=True)
+        if done.returncode:
+            sys.exit(f"{task} failed:\n{done.stderr[-2000:]}")
+        results[task] = json.loads(done.stdout.strip().splitlines()[-1])
+        r = results[task]
+        print(f"{task:7s} {r['rows']} rows in {r['seconds']:7.1f} s = {size / 1e6 / r['seconds']:7.0f} MB/s, "
+              f"peak resident {r['peak_mb']:6.0f} MB", flush=True)
+    if "floor" in results and "stream" in results:
+        print(f"stream / floor speed: {results['floor']['seconds'] / results['stream']['seconds']:.2f}")
+    if "stream" in results and "dask" in results:
+        print(f"dask / one process time: {results['dask']['seconds'] / results['stream']['seconds']:.2f}, "
+              f"trace {results['dask']['trace']:.12g} vs {results['stream']['trace']:.12g}")
+    print(f"in-memory check on the first {args.check_rows} rows: max relative difference of Sigma "
+          f"{check(args.file, args.check_rows):.2e}")
+
+
+if __name__ == "__main__":
+    main()
