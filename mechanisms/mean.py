@@ -19,8 +19,16 @@ from .thresholding import analytic_gaussian_sigma
 def private_mean(X: np.ndarray, radius: float, budget, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
     """The mean of the rows of ``X`` (each of norm <= ``radius``) at ``budget``, spent through ``accountant``."""
     n, d = X.shape
+    return private_mean_of(X.sum(axis=0), n, radius, budget, accountant, rng)
+
+
+def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant: Accountant,
+                    rng: np.random.Generator) -> np.ndarray:
+    """private_mean from the rows' sum and count (a sum over blocks: a table streamed, Dask partitions)."""
+    total = np.asarray(total, dtype=float)
+    d = len(total)
     accountant.spend(budget, "mean (centring)")
-    mean = X.mean(axis=0)
+    mean = total / n
     l2 = 2 * radius / n
     if isinstance(budget, ZCDP):
         noisy = mean + l2 / math.sqrt(2 * budget.rho) * rng.standard_normal(d)

@@ -39,31 +39,52 @@ def threshold(eps: float, beta: float, steps: int = STEPS) -> float:
     return 6 / eps * math.log(2 * steps / beta) + 1
 
 
+def norm_histogram(norms: np.ndarray) -> np.ndarray:
+    """Counts of ``norms`` per cell of the grid: cell i holds R_(i+1) < ||x|| <= R_i (cell 0: above R_1,
+    cell K: at most R_K). A sum over rows: blocks' histograms add up (a table streamed, Dask partitions)."""
+    norms = np.asarray(norms, dtype=float)
+    if norms.ndim != 1 or not np.all(np.isfinite(norms)) or np.any(norms < 0):
+        raise ValueError("norms must be a non-empty 1-D array of finite numbers >= 0")
+    cells = STEPS - np.searchsorted(grid()[::-1], norms, side="left")  # the ascending grid's cell, reversed
+    return np.bincount(cells, minlength=STEPS + 1)
+
+
 def private_norm_bound(norms: np.ndarray, budget, accountant: Accountant, rng: np.random.Generator, *,
                        beta: float = 0.1) -> float:
     """A radius that bounds all but about 2 * threshold(...) of ``norms`` (the rows' l2 norms), spending
     ``budget`` (as a pure-DP step of its eps) through ``accountant``."""
     norms = np.asarray(norms, dtype=float)
-    if norms.ndim != 1 or len(norms) < 1 or not np.all(np.isfinite(norms)) or np.any(norms < 0):
+    if norms.ndim != 1 or len(norms) < 1:
         raise ValueError("norms must be a non-empty 1-D array of finite numbers >= 0")
+    return private_norm_bound_of(norm_histogram(norms), budget, accountant, rng, beta=beta)
+
+
+def private_norm_bound_of(histogram: np.ndarray, budget, accountant: Accountant, rng: np.random.Generator, *,
+                          beta: float = 0.1) -> float:
+    """private_norm_bound from the rows' ``norm_histogram`` (summed over blocks): the same queries, the
+    same answer."""
+    histogram = np.asarray(histogram)
+    n = int(histogram.sum())
+    if histogram.shape != (STEPS + 1,) or n < 1:
+        raise ValueError(f"histogram must be norm_histogram's {STEPS + 1} counts of at least one row")
     if not 0 < beta < 1:
         raise ValueError(f"beta must lie in (0, 1), got {beta!r}")
     eps = svt_eps(budget)
     limit = threshold(eps, beta)
-    if limit > len(norms) / 4:  # public facts only (n, eps): refusing leaks nothing
+    if limit > n / 4:  # public facts only (n, eps): refusing leaks nothing
         raise ValueError(f"radius='private' needs n >= 4 x its threshold 6/eps log(2K/beta) + 1 = {limit:.0f} "
-                         f"rows at eps = {eps:.3g} (its share of the budget); with n = {len(norms)} the bound would "
+                         f"rows at eps = {eps:.3g} (its share of the budget); with n = {n} the bound would "
                          f"clip most rows or stop far above them. Give a public radius, or a larger radius_share "
-                         f"or budget (eps >= {6 * math.log(2 * STEPS / beta) / (len(norms) / 4 - 1):.3g})")
-    radii = grid()
-    ordered = np.sort(norms)
+                         f"or budget (eps >= {6 * math.log(2 * STEPS / beta) / (n / 4 - 1):.3g})")
+    above = np.cumsum(histogram)[:-1]  # above[idx] = #{||x|| > R_(idx+1)}: the cells 0..idx
 
     def rows_above(idx):  # query idx+1: #{||x|| > R_(idx+1)}
-        return len(ordered) - np.searchsorted(ordered, radii[idx], side="right")
+        return above[idx]
 
     # an eps-DP step (eps-DP implies eps^2/2-zCDP, and (eps, 0)-DP): the accountant charges it as such
     k = above_threshold(rows_above, STEPS, limit, eps, accountant, rng,
                         "norm bound: SVT")
+    radii = grid()
     return float(radii[k - 2]) if k >= 2 else float(np.exp2(TOP_EXPONENT))  # the radius before the crossing
 
 
