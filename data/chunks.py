@@ -1,23 +1,16 @@
-"""A table read a block of rows at a time: ``.npy`` memory-mapped, CSV/TSV in chunks (pandas), Parquet
-by record batches (pyarrow). Each block is a float64 array of the chosen columns, checked like the
-whole table (data/table.py), so the statistics of a file larger than memory are built in memory that
-does not grow with its rows. Dask arrays and dataframes: the same sums computed by the workers, one per
-partition, reduced in a tree (``dask_sums``)."""
+"""Rows that need not fit in memory, reduced where they are: a table file a block at a time
+(data/table.py ``file_blocks``), Dask arrays and dataframes partition by partition on the workers with
+the results merged in a tree (``dask_sums``, ``Rows``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from mechanisms.norm_bound import clip_rows
 from mechanisms.problem import BandSums, row_norms
 
-BLOCK_BYTES = 16 << 20  # one block of float64 rows: about this many bytes (below glibc's mmap threshold: no page faults per block)
-
-
-def block_rows(d: int, block_bytes: int = BLOCK_BYTES) -> int:
-    return max(1, block_bytes // (8 * max(int(d), 1)))
+from .table import BLOCK_BYTES, file_blocks, find_file
 
 
 def is_dask(obj) -> bool:
@@ -65,121 +58,71 @@ def dask_sums(obj, radius: float, columns=None, clip: bool = False) -> BandSums:
         raise ValueError(f"{err} (rows numbered within their partition)") from None
 
 
-def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[list[str], Iterator[np.ndarray]]:
-    """(column names, an iterator of row blocks) of a table file: the formats, checks and errors of
-    data/table.py (read_table, select_columns), a block at a time; rows numbered across blocks."""
-    from .table import FORMATS, select_columns
+class Rows:
+    """Rows to reduce over where they are: an in-memory array (one block: the same bits as before), a
+    table file (``file_blocks``: memory one block), or a Dask array or dataframe (each partition on the
+    workers, the results merged in a tree). ``reduce(fn, combine, *args)`` = combine over blocks of
+    fn(block, *args); only those results travel (a d-vector, a d x d sum, a histogram)."""
 
-    kind = FORMATS.get(path.suffix.lower())
-    if kind is None:
-        raise ValueError(f"{path}: unsupported format {path.suffix!r}; supported: {', '.join(FORMATS)}")
-    if kind == "npy":
-        try:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as err:
-            raise ValueError(f"{path}: not a readable .npy array of numbers ({err})") from None
-        if array.ndim != 2:
-            raise ValueError(f"{path}: a table needs a 2-D array (rows x columns), got shape {array.shape}")
-        _, names = select_columns(path, array[:0], None, columns)  # checks the indices on no rows
-        chosen = [int(c) for c in names]
-        step = block_rows(len(chosen), block_bytes)
-        blocks = (select_columns(path, array[i:i + step], None, chosen)[0] for i in range(0, len(array), step))
-        return names, blocks
-    import pandas as pd
+    def __init__(self, data, columns=None, block_bytes: int = BLOCK_BYTES):
+        self.data, self.columns, self.block_bytes = data, columns, block_bytes
+        if isinstance(data, (str, Path)):
+            self.kind = "file"
+            self.data = find_file(data)
+            self.names, _ = file_blocks(self.data, columns, block_bytes)
+        elif is_dask(data):
+            self.kind = "dask"
+            self.names = [str(c) for c in (columns if columns is not None else
+                                           getattr(data, "columns", range(data.shape[1])))]
+        else:
+            self.kind = "array"
+            self.data = np.asarray(data, dtype=float)
+            if self.data.ndim != 2:
+                raise ValueError(f"data must be a 2-D array (n rows x d columns), got shape {self.data.shape}")
+            self.names = [str(i) for i in range(self.data.shape[1])]
+        self._n = len(self.data) if self.kind == "array" else self._known_rows()
 
-    if kind == "parquet":
-        try:
+    def _known_rows(self) -> int | None:
+        """The row count without a pass, where the format says it (.npy, Parquet, a Dask array)."""
+        if self.kind == "dask":
+            rows = self.data.shape[0] if hasattr(self.data, "blocks") else None
+            return int(rows) if rows is not None and np.isfinite(rows) else None
+        if self.data.suffix.lower() == ".npy":
+            return int(np.load(self.data, mmap_mode="r").shape[0])
+        if self.data.suffix.lower() in (".parquet", ".pq"):
             import pyarrow.parquet as pq
-        except ImportError as err:
-            raise ImportError(f"{path}: reading Parquet needs pyarrow ({err}): pip install pyarrow") from None
-        try:
-            file = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering kept every batch read (GBs)
-        except (OSError, ValueError) as err:
-            raise ValueError(f"{path}: cannot read it as parquet ({err})") from None
-        available = list(file.schema_arrow.names)
-        wanted = available if columns is None else [str(c) for c in (columns if isinstance(columns, (list, tuple))
-                                                                      else [columns])]
-        read = [c for c in wanted if c in available] or None
-        step = block_rows(len(wanted), block_bytes)
-        frames = file.iter_batches(batch_size=step, columns=read)
-        empty = file.schema_arrow.empty_table().to_pandas()
-    else:
-        sep = "\t" if kind == "tsv" else ","
-        try:
-            empty = pd.read_csv(path, sep=sep, nrows=0)
-        except (ValueError, OSError, pd.errors.ParserError) as err:
-            raise ValueError(f"{path}: cannot read it as {kind} ({err})") from None
-        step = block_rows(max(len(empty.columns), 1), block_bytes)
-        frames = pd.read_csv(path, sep=sep, chunksize=step)
-    names = select_columns(path, None, empty, columns, allow_empty=True)[1]
-
-    def blocks():
-        offset = 0
-        try:
-            for frame in frames:  # pandas chunks, or Arrow batches (numbers straight to numpy)
-                block = _numeric_batch(frame, names)
-                if block is None:
-                    frame = frame.to_pandas() if hasattr(frame, "to_pandas") else frame
-                    block = select_columns(path, None, frame, names, first_row=offset)[0]
-                yield block
-                offset += len(block)
-        except (ValueError, pd.errors.ParserError) as err:
-            if str(err).startswith(str(path)):
-                raise
-            raise ValueError(f"{path}: cannot read it as {kind} ({err})") from None
-    return names, prefetched(blocks())
-
-
-def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
-    """An Arrow record batch of numeric columns without nulls as one float64 array (one
-    copy); None for anything else (a pandas chunk, text, nulls: select_columns then says what is wrong)."""
-    import pyarrow as pa
-
-    if not isinstance(batch, pa.RecordBatch) or batch.schema.names != names:
+            return int(pq.ParquetFile(self.data).metadata.num_rows)
         return None
-    columns = batch.columns
-    if any(c.null_count or not (pa.types.is_floating(c.type) or pa.types.is_integer(c.type)) for c in columns):
-        return None
-    block = np.empty((batch.num_rows, len(columns)), order="F")
-    for i, column in enumerate(columns):
-        block[:, i] = column.to_numpy(zero_copy_only=False)
-    return block
+
+    @property
+    def d(self) -> int:
+        return len(self.names)
+
+    @property
+    def n(self) -> int:
+        if self._n is None:
+            self._n = self.reduce(len, int.__add__)
+        return self._n
+
+    def reduce(self, fn, combine, *args):
+        if self.kind == "array":
+            return fn(self.data, *args)
+        if self.kind == "file":
+            result = None
+            for block in file_blocks(self.data, self.columns, self.block_bytes)[1]:
+                value = fn(block, *args)
+                result = value if result is None else combine(result, value)
+            if result is None:
+                raise ValueError(f"{self.data}: no rows")
+            return result
+        import dask
+
+        values = [dask.delayed(_as_float_then)(part, fn, *args) for part in _partitions(self.data, self.columns)]
+        while len(values) > 1:
+            values = [dask.delayed(combine)(*values[i:i + 2]) if i + 1 < len(values) else values[i]
+                      for i in range(0, len(values), 2)]
+        return dask.compute(values[0])[0]
 
 
-def prefetched(blocks: Iterator[np.ndarray], depth: int = 1) -> Iterator[np.ndarray]:
-    """The same blocks, read ``depth`` ahead in a thread: reading and parsing (pyarrow, pandas' C parser,
-    numpy copies release the GIL) overlap the work on the block before. Errors arrive in order."""
-    import queue
-    import threading
-
-    ahead: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def read():
-        try:
-            for block in blocks:
-                while not stop.is_set():
-                    try:
-                        ahead.put(block, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            ahead.put(done)
-        except BaseException as err:  # handed to the consumer
-            ahead.put(err)
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = ahead.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
+def _as_float_then(part, fn, *args):
+    return fn(np.asarray(part, dtype=float), *args)

@@ -22,14 +22,17 @@ Privacy, said explicitly by the caller:
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mechanisms.mean import private_mean
-from mechanisms.norm_bound import clip_rows, private_norm_bound
+from data.chunks import Rows, is_dask
+from mechanisms.mean import private_mean_of
+from mechanisms.norm_bound import clip_rows, norm_histogram, private_norm_bound_of
 from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
-from mechanisms.problem import CovProblem, row_norms
+from mechanisms.problem import BandSums, row_norms
 from mechanisms.registry import check_options, get_mechanism, release
 from mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 
@@ -51,6 +54,39 @@ def _share(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
         raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
     return float(value)
+
+
+def _checked(X: np.ndarray) -> np.ndarray:
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"data contains NaN or inf (first at row {np.argwhere(~np.isfinite(X))[0][0]} of its block)")
+    return X
+
+
+# The steps of a fit as functions of one block of rows (run where the block is: Rows.reduce).
+def _norm_histogram(X: np.ndarray) -> np.ndarray:
+    return norm_histogram(row_norms(_checked(X)))
+
+
+def _outside(X: np.ndarray, limit: float) -> tuple[int, float]:
+    norms = row_norms(_checked(X))
+    return int((norms > limit).sum()), float(norms.max(initial=0.0))
+
+
+def _add_and_max(a: tuple, b: tuple) -> tuple:
+    return a[0] + b[0], max(a[1], b[1])
+
+
+def _clipped(X: np.ndarray, clip: float | None) -> np.ndarray:
+    return X if clip is None else clip_rows(X, clip)[0]
+
+
+def _clipped_sum(X: np.ndarray, clip: float | None) -> np.ndarray:
+    return _clipped(X, clip).sum(axis=0)
+
+
+def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float) -> BandSums:
+    X = _clipped(X, clip)
+    return BandSums(radius).add(X if shift is None else X - shift)
 
 
 class _PrivateFit:
@@ -104,29 +140,39 @@ class _PrivateFit:
                              f"{self.budget}: {err}; mechanism='auto' chooses one that can") from None
         return mechanism
 
+    def _rows(self, X):
+        """An array (scikit-learn's checks), or ``Rows``: a Dask array or dataframe, or the path of a table
+        file (.npy, .csv, .tsv, .parquet: every column), summed a block at a time, never loaded whole."""
+        if isinstance(X, Rows) or is_dask(X) or isinstance(X, (str, os.PathLike)):
+            rows = X if isinstance(X, Rows) else Rows(X)
+            self.n_features_in_ = rows.d
+            return rows
+        return validate_data(self, X, dtype=np.float64)
+
     def _spent_before_release(self) -> float:
         return (self.radius_share if self.radius == "private" else 0.0) + \
             (self.mean_share if self.centering == "private" else 0.0)
 
-    def _bounded(self, X: np.ndarray, accountant: Accountant, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-        """(the rows inside the ball, its radius): the public radius (rows outside it an error, or clipped
-        with clip=True), or a private bound on the norms (radius_share of the budget), rows clipped to it."""
-        norms = row_norms(X)
+    def _bounded(self, rows: Rows, accountant: Accountant, rng: np.random.Generator) -> tuple[float, bool]:
+        """(the radius of the ball, whether rows are clipped to it): the public radius (rows outside it an
+        error, or clipped with clip=True), or a private bound on the norms (radius_share of the budget),
+        rows clipped to it. One pass over the rows (their norms' histogram, or the rows outside)."""
         if self.radius == "private":
-            radius = private_norm_bound(norms, self.budget.scaled(self.radius_share), accountant, rng)
-            return clip_rows(X, radius, norms)[0], radius
+            histogram = rows.reduce(_norm_histogram, np.add)
+            return private_norm_bound_of(histogram, self.budget.scaled(self.radius_share), accountant, rng), True
         radius = float(self.radius)
-        outside = norms > radius * (1 + 1e-12)
-        if outside.any() and not self.clip:
-            raise ValueError(f"{int(outside.sum())} of {len(X)} rows have norm > radius = {radius:g} (largest "
-                             f"{norms.max():.6g}): pass a radius that bounds every row, clip=True to project "
+        outside, largest = rows.reduce(_outside, _add_and_max, radius * (1 + 1e-12))
+        if outside and not self.clip:
+            raise ValueError(f"{outside} of {rows.n} rows have norm > radius = {radius:g} (largest "
+                             f"{largest:.6g}): pass a radius that bounds every row, clip=True to project "
                              f"them onto the ball, or radius='private'")
-        return (clip_rows(X, radius, norms)[0] if outside.any() else X), radius
+        return radius, bool(outside)
 
-    def _private_covariance(self, X: np.ndarray, components: int | None = None, spectral: bool = False,
+    def _private_covariance(self, X, components: int | None = None, spectral: bool = False,
                             clamp: bool = True):
         """(release, centre, radius of the released rows, n) with ``ledger_``, ``budget_spent_``,
-        ``mechanism_``, ``advice_`` and ``radius_`` set.
+        ``mechanism_``, ``advice_`` and ``radius_`` set. ``X``: an array, or ``Rows`` (a table file,
+        a Dask array or dataframe): each step is a sum over rows, computed a block at a time.
 
         ``components``: draw only that many eigenvectors, when the mechanism can stop early (PCA).
         Centring (centering="private") by the route that measured best (docs/estimators.md):
@@ -138,19 +184,22 @@ class _PrivateFit:
           mechanisms that adapt to the rows' norms (``Mechanism.centre_rows``: AdaptiveCov clips the
           centred rows at a private radius, often far inside the declared one).
         """
-        n, d = X.shape
+        rows = X if isinstance(X, Rows) else Rows(X)
+        n, d = rows.n, rows.d
         mechanism = self._check_declarations(n, d, components)
         top_k = components is not None and "components" in mechanism.option_names()
         rng = _generator(self.random_state)
         accountant = Accountant(self.budget)
-        X, radius = self._bounded(X, accountant, rng)
-        centre = np.zeros(d)
+        radius, clipped = self._bounded(rows, accountant, rng)
+        clip = radius if clipped else None
+        centre, shift = np.zeros(d), None
         cov_budget = self.budget.scaled(1 - self._spent_before_release())
         if self.centering == "private":
-            centre = private_mean(X, radius, self.budget.scaled(self.mean_share), accountant, rng)
+            total = rows.reduce(_clipped_sum, np.add, clip)
+            centre = private_mean_of(total, n, radius, self.budget.scaled(self.mean_share), accountant, rng)
             if top_k or mechanism.centre_rows:
-                X, radius = X - centre, radius + float(np.linalg.norm(centre))
-        problem = CovProblem.from_rows(X, radius=radius)
+                shift, radius = centre, radius + float(np.linalg.norm(centre))
+        problem = rows.reduce(_band_sums, BandSums.merge, clip, shift, radius).problem()
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {})}
         second_moment = self.centering == "private" and not (top_k or mechanism.centre_rows)
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
@@ -188,8 +237,8 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        X = validate_data(self, X, dtype=np.float64)
-        self.covariance_, self.location_, _, _ = self._private_covariance(X)
+        """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed)."""
+        self.covariance_, self.location_, _, _ = self._private_covariance(self._rows(X))
         return self
 
 
@@ -218,8 +267,9 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        X = validate_data(self, X, dtype=np.float64)
-        d = X.shape[1]
+        """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed)."""
+        X = self._rows(X)
+        d = X.d if isinstance(X, Rows) else X.shape[1]
         k = self.n_components
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
             raise ValueError(f"n_components must be an integer in [1, n_features = {d}], got {k!r}")
@@ -274,12 +324,19 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        """``X, y``: arrays, or Dask collections with the same partitions (rows [x, y] summed on the workers)."""
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
             raise ValueError(f"alpha must be a number >= 0, got {self.alpha!r}")
-        rows = np.column_stack([X, y])
+        if is_dask(X):
+            import dask.array as da
+            X = X.to_dask_array(lengths=True) if not hasattr(X, "blocks") else X
+            y = y.to_dask_array(lengths=True) if not hasattr(y, "blocks") else y
+            rows = Rows(da.concatenate([X, y.reshape(-1, 1)], axis=1))
+            self.n_features_in_ = d = rows.d - 1
+        else:
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            rows, d = np.column_stack([X, y]), X.shape[1]
         self.covariance_, centre, _, n = self._private_covariance(rows)
-        d = X.shape[1]
         sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]
         self.coef_ = np.linalg.lstsq(sxx + (self.alpha / n) * np.eye(d), sxy, rcond=None)[0]
         self.intercept_ = float(centre[d] - centre[:d] @ self.coef_)

@@ -24,6 +24,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from data.chunks import dask_sums  # noqa: E402
+from data.table import table_data  # noqa: E402
+from mechanisms.norm_bound import clip_rows  # noqa: E402
+from mechanisms.problem import CovProblem  # noqa: E402
+
 COLUMNS = 20
 ROW_GROUP = 1_000_000
 SCALES = np.linspace(1.0, 0.05, COLUMNS) / 5  # rows mostly inside the unit ball, some clipped
@@ -53,18 +60,14 @@ def child(task: str, path: str) -> dict:
             rows += batch.num_rows
         result["rows"] = rows
     elif task == "stream":
-        sys.path.insert(0, str(ROOT))
-        from data.table import table_data
         from threadpoolctl import threadpool_limits
         with threadpool_limits(limits=1):
             data = table_data(Path(path), None, "none", 1.0)
             problem = data.statistics.problem()
         result.update(rows=problem.n, trace=problem.trace, clipped=data.info["clipped_fraction"])
     elif task == "dask":
-        sys.path.insert(0, str(ROOT))
         import dask.dataframe as dd
         import distributed
-        from data.chunks import dask_sums
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cluster, distributed.Client(cluster):
             start = time.perf_counter()  # the cluster's start-up is not the statistics' time
@@ -78,10 +81,6 @@ def child(task: str, path: str) -> dict:
 def check(path: Path, rows: int) -> float:
     """max |Sigma_streamed - Sigma_in_memory| / max |Sigma| on the first ``rows`` rows (a slice file)."""
     import pyarrow.parquet as pq
-    sys.path.insert(0, str(ROOT))
-    from data.table import table_data
-    from mechanisms.norm_bound import clip_rows
-    from mechanisms.problem import CovProblem
 
     table = pq.ParquetFile(path).read_row_groups(list(range(max(1, rows // ROW_GROUP))))
     X = np.column_stack([c.to_numpy() for c in table.columns])

@@ -57,3 +57,34 @@ def test_dask_workers_compute_the_statistics_of_one_process():
         assert_same_statistics(chosen, CovProblem.from_rows(clip_rows(X[:, [0, 2]], 1.0)[0]))
         with pytest.raises(ValueError, match="norm .* > radius 1.*within their partition"):
             dask_sums(frame, 1.0)
+
+
+def test_estimators_fit_dask_collections_on_a_cluster():
+    """PrivateCovariance, PrivatePCA and PrivateRidge fit Dask arrays and dataframes: every step (the norms'
+    histogram, the clipped sum, the band sums) runs on the workers; the release equals fit(array)'s with
+    the same seed, to rounding."""
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    import dpcov
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((9000, 4)) * [1.0, 0.6, 0.3, 0.1]
+    y = X @ [0.5, -0.2, 0.1, 0.0] + 0.05 * rng.standard_normal(9000)
+    fits = [(dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1.0), radius="private",
+                                     centering="private", random_state=1), "covariance_"),
+            (dpcov.PrivatePCA(2, budget=dpcov.PureDP(4.0), radius=3.0, clip=True, centering="private",
+                              random_state=1), "components_")]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        for estimator, attribute in fits:
+            memory = estimator.fit(X)
+            expected = getattr(memory, attribute).copy()
+            for collection in (da.from_array(X, chunks=(1000, 4)),
+                               dd.from_pandas(pd.DataFrame(X, columns=list("abcd")), npartitions=5)):
+                remote = estimator.fit(collection)
+                assert remote.ledger_ == memory.ledger_ and remote.n_features_in_ == 4
+                assert np.allclose(getattr(remote, attribute), expected, rtol=1e-9, atol=1e-12)
+        ridge = dpcov.PrivateRidge(alpha=1.0, budget=dpcov.ZCDP(1.0), radius=4.0, clip=True,
+                                   centering="private", random_state=2)
+        coef = ridge.fit(X, y).coef_.copy()
+        remote = ridge.fit(da.from_array(X, chunks=(1500, 4)), da.from_array(y, chunks=1500))
+        assert np.allclose(remote.coef_, coef, rtol=1e-9, atol=1e-12) and remote.n_features_in_ == 4

@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.covariance import EmpiricalCovariance
@@ -229,3 +230,31 @@ def test_pca_ranks_components_on_the_unclamped_private_eigenvalues(data):
     pca = dpcov.PrivatePCA(6, mechanism="separate", budget=dpcov.ZCDP(1e-6), **DECLARED).fit(X)
     assert np.all(np.diff(pca.explained_variance_) <= 0) and np.all(pca.explained_variance_ >= 0)
     assert np.allclose(pca.components_ @ pca.components_.T, np.eye(6), atol=1e-8)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv", ".parquet"])
+def test_fit_streams_a_table_file_to_the_in_memory_release(tmp_path, suffix):
+    """fit(path) sums the file a block at a time (blocks of 1000 rows here) and releases what fit(array)
+    releases with the same seed, to rounding: the private radius, the private mean and the covariance."""
+    from data.chunks import Rows
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    X = np.random.default_rng(8).standard_normal((12000, 5)) * [2.0, 1.0, 0.5, 0.3, 0.1] + [1, 0, 0, 0, 2]
+    path = tmp_path / f"t{suffix}"
+    if suffix == ".npy":
+        np.save(path, X)
+    else:
+        frame = pd.DataFrame(X, columns=list("abcde"))
+        frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+    for estimator in (dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1.0), radius="private",
+                                              centering="private", random_state=3),
+                      dpcov.PrivatePCA(2, budget=dpcov.ZCDP(1.0), radius=4.0, clip=True, centering="private",
+                                       random_state=3)):
+        memory = clone(estimator).fit(X)
+        assert clone(estimator).fit(str(path)).mechanism_ == memory.mechanism_  # a path, one block
+        streamed = clone(estimator).fit(Rows(path, block_bytes=8 * 5 * 1000))  # 12 blocks
+        assert streamed.n_features_in_ == 5 and streamed.ledger_ == memory.ledger_
+        assert streamed.radius_ == pytest.approx(memory.radius_, rel=1e-12) and streamed.mechanism_ == memory.mechanism_
+        fitted = ("covariance_", "location_") if hasattr(memory, "covariance_") else ("components_", "mean_")
+        for name in fitted:
+            assert np.allclose(getattr(streamed, name), getattr(memory, name), rtol=1e-9, atol=1e-12), name
