@@ -202,7 +202,7 @@ def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
     columns = batch.columns
     if any(c.null_count or not (pa.types.is_floating(c.type) or pa.types.is_integer(c.type)) for c in columns):
         return None
-    block = np.empty((batch.num_rows, len(columns)), order="F")
+    block = np.empty((batch.num_rows, len(columns)))  # row-major: the band sums take rows
     for i, column in enumerate(columns):
         block[:, i] = column.to_numpy(zero_copy_only=False)
     return block
@@ -380,16 +380,35 @@ def table(path: str, columns, standardize: str, bound, rng: np.random.Generator,
     return table_data(find_file(path, data_dir), columns, standardize, bound)
 
 
+SUM_THREADS = 2  # fixed, not the core count: the same blocks give the same bits on any machine
+
+
+def summed(blocks, radius: float, threads: int = SUM_THREADS) -> BandSums:
+    """The BandSums of (rows, norms) blocks: block i goes to accumulator i mod ``threads``, each in its
+    own thread (numpy releases the GIL), merged in order at the end. One block: exactly from_rows."""
+    sums = [BandSums(radius) for _ in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        running = [None] * threads
+        for i, (X, norms) in enumerate(blocks):
+            k = i % threads
+            if running[k] is not None:
+                running[k].result()  # this accumulator's previous block first: a fixed order of sums
+            running[k] = pool.submit(sums[k].add, X, norms)
+        for future in running:
+            if future is not None:
+                future.result()
+    for other in sums[1:]:
+        sums[0].merge(other)
+    return sums[0]
+
+
 def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES) -> Data:
     """``table`` on a found file, a block at a time: memory holds one block (about ``block_bytes``) and
     O(bands d^2) sums, whatever the file's size."""
     with ThreadPoolExecutor(1) as pool:
         digest = pool.submit(sha256sum, file)  # beside the sums: hashing releases the GIL
         names, blocks, info = table_blocks(file, columns, standardize, bound, block_bytes)
-        radius = 1.0 if bound == "max" else float(bound)
-        sums = BandSums(radius)
-        for X, norms in blocks:
-            sums.add(X, norms)
+        sums = summed(blocks, 1.0 if bound == "max" else float(bound))
     info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": info["clipped_fraction"],
             "max_norm": info["max_norm"], "private_preprocessing": standardize == "none" and bound != "max"}
-    return Data(None, radius=radius, info=info, statistics=sums)
+    return Data(None, radius=sums.radius, info=info, statistics=sums)

@@ -49,6 +49,15 @@ def generate(path: Path, rows: int, seed: int = 0) -> None:
             writer.write_table(pa.Table.from_arrays([pa.array(block[:, i]) for i in range(COLUMNS)], names=names))
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory (VmHWM: per address space, so not the parent's before exec,
+    which getrusage's ru_maxrss keeps)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(task: str, path: str) -> dict:
     """One measurement, in this (fresh) process."""
     start = time.perf_counter()
@@ -72,9 +81,11 @@ def child(task: str, path: str) -> dict:
                                       dashboard_address=None) as cluster, distributed.Client(cluster):
             start = time.perf_counter()  # the cluster's start-up is not the statistics' time
             problem = dask_sums(dd.read_parquet(path, split_row_groups=True), 1.0, clip=True).problem()
+            result["seconds"] = time.perf_counter() - start
+            result["workers_peak_mb"] = max(distributed.get_client().run(peak_mb).values())
         result.update(rows=problem.n, trace=problem.trace)
-    result["seconds"] = time.perf_counter() - start
-    result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result.setdefault("seconds", time.perf_counter() - start)
+    result["peak_mb"] = peak_mb()
     return result
 
 
@@ -119,8 +130,9 @@ def main() -> None:
             sys.exit(f"{task} failed:\n{done.stderr[-2000:]}")
         results[task] = json.loads(done.stdout.strip().splitlines()[-1])
         r = results[task]
+        workers = f", each worker {r['workers_peak_mb']:.0f} MB" if "workers_peak_mb" in r else ""
         print(f"{task:7s} {r['rows']} rows in {r['seconds']:7.1f} s = {size / 1e6 / r['seconds']:7.0f} MB/s, "
-              f"peak resident {r['peak_mb']:6.0f} MB", flush=True)
+              f"peak resident {r['peak_mb']:6.0f} MB{workers}", flush=True)
     if "floor" in results and "stream" in results:
         print(f"stream / floor speed: {results['floor']['seconds'] / results['stream']['seconds']:.2f}")
     if "stream" in results and "dask" in results:

@@ -213,7 +213,8 @@ def test_bad_cells_are_numbered_in_the_whole_table_across_blocks(tmp_path):
 
 def test_a_streamed_table_holds_one_block_in_memory(tmp_path):
     """Peak Python/numpy allocations while summing a memory-mapped .npy of 48 MB in 1 MB blocks stay a
-    few blocks, not the file (tracemalloc sees numpy's allocations; the mapped file is not one)."""
+    dozen blocks (one read ahead, two being summed, their band copies), not the file (tracemalloc sees
+    numpy's allocations; the mapped file is not one)."""
     import tracemalloc
     path = tmp_path / "big.npy"
     np.save(path, np.random.default_rng(4).uniform(-0.2, 0.2, size=(300_000, 20)))
@@ -224,4 +225,4 @@ def test_a_streamed_table_holds_one_block_in_memory(tmp_path):
     finally:
         tracemalloc.stop()
     assert data.statistics.n == 300_000
-    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MB for a 48 MB file in 1 MB blocks"
+    assert peak < 16 << 20, f"peak {peak / 2**20:.1f} MB for a 48 MB file in 1 MB blocks"
