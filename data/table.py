@@ -25,6 +25,10 @@ clipped fraction and largest norm are facts about the data for your own analysis
 
 Bad input gets a clear error: a missing file (every place looked), an unsupported format, unknown
 or repeated columns, non-numeric cells, NaN/inf (first row and column), no rows, a bad bound.
+
+Streamed: the file is read a block of rows at a time (``file_blocks``: .npy memory-mapped, CSV/TSV in
+chunks, Parquet by record batches) into the sums a CovProblem holds (mechanisms/problem.py BandSums),
+so memory is a few blocks whatever the table's size; the dataset returns those sums, not the rows.
 """
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ def test_registered_and_runs_an_experiment_with_resume(experiment, csv):
     assert run_experiment(exp).new_rows == 0  # list-valued params resume too
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".npy", ".parquet"])
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".npy", ".parquet"])
 def test_columns_null_summarises_and_resumes_on_every_format(experiment, tmp_path, suffix):
     """columns=null (every column) is a value of the grid: results.csv reads it back as an empty cell, which
     must still match the grid (the summary was empty, and the figure failed: "No columns to parse")."""
@@ -148,7 +148,8 @@ def test_columns_null_summarises_and_resumes_on_every_format(experiment, tmp_pat
         np.save(path, values)
     else:
         frame = pd.DataFrame(values, columns=["a", "b", "c"])
-        frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+        frame.to_parquet(path) if suffix == ".parquet" else frame.to_csv(path, sep="\t" if suffix == ".tsv" else ",",
+                                                                         index=False)
     exp = experiment("table_rho", f"params.path={path}", "params.columns=null", "params.bound=8",
                      "mechanisms=[gauss,zero]")
     out = run_experiment(exp)
