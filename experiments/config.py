@@ -196,7 +196,7 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     raw = _apply_scale(raw, overridden)
     name = raw.get("experiment_name")
     if not name:
-        raise ConfigError("no experiment selected: run e.g.  python run.py experiment=synthetic_trace")
+        raise ConfigError("no experiment selected: run e.g.  dpcov run experiment=synthetic_trace")
 
     params = dict(raw.get("params") or {})
     sweep = {k: v for k, v in (raw.get("sweep") or {}).items() if v is not None}

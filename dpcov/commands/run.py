@@ -8,8 +8,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import open_dict
 
-from experiments.config import (CONF_DIR, ConfigError, build_experiment, check_command_line, job_output_dir,
-                                open_key_overrides)
+from experiments.config import (CONF_DIR, ConfigError, build_experiment, check_command_line, experiment_names,
+                                job_output_dir, load_yaml, open_key_overrides)
 from experiments.runner import Interrupted, run_experiment
 from figures.plot import draw
 
@@ -40,9 +40,35 @@ def main(cfg) -> None:
           f"config:  {out.config}")
 
 
+OVERRIDES = """common overrides (any key of conf/config.yaml; docs/running.md has them all):
+  scale=small|paper|smoke   the experiment's scale (paper: the paper's grid and 50 trials)
+  trials=K  n_jobs=J  seed=S  mechanisms=[gauss,zero]  params.<name>=v  sweep.<name>=[...]
+  output_dir=PATH           where results.csv, summary.csv, the figure and config.yaml go
+                            (default: outputs/<experiment>/<scale> under the current directory)
+  executor=dask [dask_scheduler=tcp://host:8786]   trials on a Dask cluster
+  -m ... seed=1,2           Hydra multirun: one job (and output_dir) per value
+  --hydra-help              Hydra's own help"""
+
+
+def usage() -> str:
+    lines = []
+    for name in experiment_names():
+        figure = (load_yaml(CONF_DIR / "experiment" / f"{name}.yaml") or {}).get("paper_figure") or ""
+        lines.append(f"  {name:20s} {figure}")
+    return ("usage: dpcov run experiment=NAME [overrides...]\n\nRun one experiment: its grid x trials x "
+            "mechanisms in parallel, resumable; then draw its figure from the stored summary.\n\n"
+            "experiments (conf/experiment/NAME.yaml):\n" + "\n".join(lines) + "\n\n" + OVERRIDES)
+
+
 def cli(argv: list[str] | None = None) -> None:
     """``dpcov run ARGS`` (and ``python run.py ARGS``): Hydra reads sys.argv, so ARGS go there."""
-    argv = open_key_overrides(sys.argv[1:] if argv is None else list(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage())
+        return
+    if not argv:
+        sys.exit(usage())  # on stderr, status 1: an experiment is needed
+    argv = open_key_overrides(argv)
     try:
         check_command_line(argv)  # YAML syntax and unknown keys, before Hydra's tracebacks
     except ConfigError as err:
