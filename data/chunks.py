@@ -35,18 +35,46 @@ def _partition_sums(part, radius: float, clip: bool) -> BandSums:
     return BandSums(radius).add(X)
 
 
+def _row_groups(path: Path) -> int:
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+        return pq.ParquetFile(path).num_row_groups
+    rows = np.load(path, mmap_mode="r").shape[0] if path.suffix.lower() == ".npy" else 1
+    return -(-rows // block_rows_of(path))
+
+
+def block_rows_of(path: Path) -> int:
+    return max(1, BLOCK_BYTES // (8 * max(1, np.load(path, mmap_mode="r").shape[1])))
+
+
 def _merged(a: BandSums, b: BandSums) -> BandSums:
     return a.merge(b)
 
 
-def dask_sums(obj, radius: float, columns=None, clip: bool = False) -> BandSums:
+def _file_share_sums(path: Path, columns, part: tuple[int, int], radius: float, clip: bool) -> BandSums:
+    sums = BandSums(radius)
+    for X in file_blocks(path, columns, part=part)[1]:
+        norms = row_norms(X)
+        sums.add(clip_rows(X, radius, norms)[0] if clip else X, np.minimum(norms, radius) if clip else norms)
+    return sums
+
+
+def dask_sums(obj, radius: float, columns=None, clip: bool = False, shares: int | None = None) -> BandSums:
     """The sums of a Dask array's or dataframe's rows (mechanisms/problem.py BandSums), computed where
     the partitions live: one BandSums per partition (rows clipped to ``radius`` first with clip=True,
-    else checked to lie inside it), merged pairwise in a tree; only d x d sums travel. Runs on the
+    else checked to lie inside it), merged pairwise in a tree; only d x d sums travel. ``obj`` may also
+    be the path of a .npy or Parquet file every worker can read: each reads its own ``shares`` (default:
+    one per row group, at most 64) straight into numpy, without Dask's dataframe layer. Runs on the
     scheduler in use (a ``distributed.Client``'s cluster, else Dask's default)."""
     import dask
 
-    sums = [dask.delayed(_partition_sums)(part, radius, clip) for part in _partitions(obj, columns)]
+    if isinstance(obj, (str, Path)):
+        path = find_file(obj)
+        if shares is None:
+            shares = min(64, max(1, _row_groups(path)))
+        sums = [dask.delayed(_file_share_sums)(path, columns, (i, shares), radius, clip) for i in range(shares)]
+    else:
+        sums = [dask.delayed(_partition_sums)(part, radius, clip) for part in _partitions(obj, columns)]
     if not sums:
         raise ValueError("data must have at least one row and one column, got no partitions")
     while len(sums) > 1:

@@ -133,9 +133,20 @@ def block_rows(d: int, block_bytes: int = BLOCK_BYTES) -> int:
     return max(1, block_bytes // (8 * max(int(d), 1)))
 
 
-def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[list[str], Iterator[np.ndarray]]:
+def _share(total: int, part: tuple[int, int] | None) -> tuple[int, int]:
+    """[start, stop) of ``part`` = (i, count): the i-th of count near-equal shares of range(total)."""
+    if part is None:
+        return 0, total
+    i, count = part
+    return total * i // count, total * (i + 1) // count
+
+
+def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
+                part: tuple[int, int] | None = None) -> tuple[list[str], Iterator[np.ndarray]]:
     """(column names, an iterator of row blocks) of a table file: the formats, checks and errors of
-    data/table.py (read_table, select_columns), a block at a time; rows numbered across blocks."""
+    data/table.py (read_table, select_columns), a block at a time; rows numbered across blocks.
+    ``part`` = (i, count): only the i-th of count shares of the rows (.npy: row ranges; Parquet: row
+    groups), for workers that each read their own share (data/chunks.py dask_sums on a path)."""
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
         raise ValueError(f"{path}: unsupported format {path.suffix!r}; supported: {', '.join(FORMATS)}")
@@ -149,7 +160,9 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[li
         _, names = select_columns(path, array[:0], None, columns)  # checks the indices on no rows
         chosen = [int(c) for c in names]
         step = block_rows(len(chosen), block_bytes)
-        blocks = (select_columns(path, array[i:i + step], None, chosen)[0] for i in range(0, len(array), step))
+        start, stop = _share(len(array), part)
+        blocks = (select_columns(path, array[i:min(i + step, stop)], None, chosen, first_row=i)[0]
+                  for i in range(start, stop, step))
         return names, blocks
     import pandas as pd
 
@@ -167,9 +180,14 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[li
                                                                       else [columns])]
         read = [c for c in wanted if c in available] or None
         step = block_rows(len(wanted), block_bytes)
-        frames = file.iter_batches(batch_size=step, columns=read)
+        start, stop = _share(file.num_row_groups, part)
+        first = sum(file.metadata.row_group(g).num_rows for g in range(start))
+        frames = file.iter_batches(batch_size=step, columns=read, row_groups=range(start, stop))
         empty = file.schema_arrow.empty_table().to_pandas()
     else:
+        if part is not None and part[1] > 1:
+            raise ValueError(f"{path}: a {kind} file is read in one pass; shares of it need .npy or Parquet")
+        first = 0
         sep = "\t" if kind == "tsv" else ","
         try:
             empty = pd.read_csv(path, sep=sep, nrows=0)
@@ -180,7 +198,7 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES) -> tuple[li
     names = select_columns(path, None, empty, columns, allow_empty=True)[1]
 
     def blocks():
-        offset = 0
+        offset = first
         try:
             for frame in frames:  # pandas chunks, or Arrow batches (numbers straight to numpy)
                 block = _numeric_batch(frame, names)

@@ -3,8 +3,9 @@
 
   floor    pyarrow's own read of every record batch, the data discarded (the speed limit);
   stream   dataset=table's path (data/table.py table_data: blocks, clipping to the declared bound, sums);
-  dask     dask.dataframe.read_parquet + data/chunks.py dask_sums on a distributed.LocalCluster of
-           2 single-threaded worker processes;
+  dask     data/chunks.py dask_sums on the file's path, on a distributed.LocalCluster of 2 single-threaded
+           worker processes: each worker reads its share of the row groups straight into numpy;
+  dask_frame  the same on dask.dataframe.read_parquet's partitions (pandas in between);
 
 each in a fresh process (its peak resident memory from getrusage), and the streamed statistics of the
 first --check-rows rows against the in-memory build (CovProblem.from_rows) of the same rows.
@@ -74,13 +75,14 @@ def child(task: str, path: str) -> dict:
             data = table_data(Path(path), None, "none", 1.0)
             problem = data.statistics.problem()
         result.update(rows=problem.n, trace=problem.trace, clipped=data.info["clipped_fraction"])
-    elif task == "dask":
+    elif task in ("dask", "dask_frame"):
         import dask.dataframe as dd
         import distributed
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cluster, distributed.Client(cluster):
             start = time.perf_counter()  # the cluster's start-up is not the statistics' time
-            problem = dask_sums(dd.read_parquet(path, split_row_groups=True), 1.0, clip=True).problem()
+            rows = path if task == "dask" else dd.read_parquet(path, split_row_groups=True)
+            problem = dask_sums(rows, 1.0, clip=True).problem()
             result["seconds"] = time.perf_counter() - start
             result["workers_peak_mb"] = max(distributed.get_client().run(peak_mb).values())
         result.update(rows=problem.n, trace=problem.trace)
@@ -109,7 +111,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--file", type=Path, default=Path("big.parquet"))
     parser.add_argument("--check-rows", type=int, default=2_000_000)
-    parser.add_argument("--tasks", default="floor,stream,dask")
+    parser.add_argument("--tasks", default="floor,stream,dask,dask_frame")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -135,9 +137,10 @@ def main() -> None:
               f"peak resident {r['peak_mb']:6.0f} MB{workers}", flush=True)
     if "floor" in results and "stream" in results:
         print(f"stream / floor speed: {results['floor']['seconds'] / results['stream']['seconds']:.2f}")
-    if "stream" in results and "dask" in results:
-        print(f"dask / one process time: {results['dask']['seconds'] / results['stream']['seconds']:.2f}, "
-              f"trace {results['dask']['trace']:.12g} vs {results['stream']['trace']:.12g}")
+    for task in ("dask", "dask_frame"):
+        if "stream" in results and task in results:
+            print(f"{task} / one process time: {results[task]['seconds'] / results['stream']['seconds']:.2f}, "
+                  f"trace {results[task]['trace']:.12g} vs {results['stream']['trace']:.12g}")
     print(f"in-memory check on the first {args.check_rows} rows: max relative difference of Sigma "
           f"{check(args.file, args.check_rows):.2e}")
 

@@ -40,7 +40,7 @@ def assert_same_statistics(streamed: CovProblem, expected: CovProblem) -> None:
         assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), name
 
 
-def test_dask_workers_compute_the_statistics_of_one_process():
+def test_dask_workers_compute_the_statistics_of_one_process(tmp_path):
     """Dask arrays and dataframes on a LocalCluster: one BandSums per partition on the workers, merged
     in a tree, equal to the in-memory CovProblem (n exact, sums to 1e-12); clip=True clips per partition."""
     da = pytest.importorskip("dask.array")
@@ -57,6 +57,10 @@ def test_dask_workers_compute_the_statistics_of_one_process():
         assert_same_statistics(chosen, CovProblem.from_rows(clip_rows(X[:, [0, 2]], 1.0)[0]))
         with pytest.raises(ValueError, match="norm .* > radius 1.*within their partition"):
             dask_sums(frame, 1.0)
+        np.save(path := tmp_path / "rows.npy", X)  # a file every worker reads its share of
+        assert_same_statistics(dask_sums(path, 1.0, clip=True, shares=3).problem(), CovProblem.from_rows(inside))
+        pd.DataFrame(X, columns=list("abcdef")).to_parquet(path := tmp_path / "rows.parquet", row_group_size=3000)
+        assert_same_statistics(dask_sums(path, 1.0, clip=True).problem(), CovProblem.from_rows(inside))
 
 
 def test_estimators_fit_dask_collections_on_a_cluster():
