@@ -278,7 +278,7 @@ CALIBRATION_OF = {
     "emcov_pure": "ad", "itu": "itu", "ad": "ad", "kt": "kt", "dp_threshold": "dp_threshold",
     "gauss_approx": "gauss_approx", "ldp_threshold": "ldp_threshold", "output_perturbation": "output_perturbation",
     "stable_gsampling": "stable",
-}
+}  # not the private pipelines (mechanisms/pipeline.py): their noise follows a private radius; black-box only
 
 
 def slow_line(line: "AuditLine") -> bool:

@@ -17,7 +17,10 @@ Parameters (every one is recorded with each result row):
     mechanisms then see rows in the ball of radius r, and errors are in the data's own units.
   * ``max``: every row divided by the largest row norm (radius 1), as the papers do.
 
-Privacy: only a declared ``bound`` with ``standardize=none`` keeps the whole pipeline private.
+Privacy: a declared ``bound`` with ``standardize=none`` keeps the whole pipeline private, and so does
+``bound=private``: the raw rows are summed in an outer ball (2^64) and the mechanisms/pipeline.py lines
+(``pipeline``, ``pipeline_pure``; experiment table_private) pick the radius and the mean privately, every
+step in the run's ledger; ``standardize`` then names what they estimate (none, center, zscore).
 ``bound=max`` and every standardisation use the data's own statistics (largest norm, means,
 deviations, ranges) before the mechanism runs; that step is NOT differentially private (the
 mechanisms' guarantee then holds for the preprocessed rows, not the raw table). The recorded
@@ -44,6 +47,8 @@ from .files import REPO_ROOT, DataFileError, data_dirs, sha256sum
 from .registry_types import Data
 
 BLOCK_BYTES = 16 << 20  # one block of float64 rows: about this many bytes (below glibc's mmap threshold: no page faults per block)
+OUTER_RADIUS = 2.0**64  # bound=private: the ball the raw rows are summed in (no public bound; PrivRadius picks one)
+PRIVATE_TARGETS = ("none", "center", "zscore")  # bound=private: what the pipeline estimates (mechanisms/pipeline.py)
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
 STANDARDIZE = ("none", "center", "zscore", "minmax")
 
@@ -361,6 +366,12 @@ def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int 
     names, _ = file_blocks(file, columns, block_bytes)
     read = lambda: _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1])  # noqa: E731
     shift, scale = 0.0, 1.0
+    if bound == "private":  # the raw rows, in the outer ball: every step is the pipeline's (private)
+        if standardize not in PRIVATE_TARGETS:
+            raise ValueError(f"bound=private reads the raw rows; standardize names what the release estimates "
+                             f"and must be one of {PRIVATE_TARGETS} (the private pipeline's steps), got "
+                             f"{standardize!r}")
+        standardize, bound = "none", OUTER_RADIUS
     if standardize != "none":  # the table's own means, deviations or ranges: NOT private
         moments = ColumnMoments()
         for X in read():
@@ -397,8 +408,9 @@ def table(path: str, columns, standardize: str, bound, rng: np.random.Generator,
     if standardize not in STANDARDIZE:
         raise ValueError(f"standardize must be one of {STANDARDIZE}, got {standardize!r}")
     if bound is None:
-        raise ValueError("set the norm bound: params.bound=<r> (rows clipped to norm r; private) or "
-                         "params.bound=max (divide by the data's largest norm; not private)")
+        raise ValueError("set the norm bound: params.bound=<r> (rows clipped to norm r; private), "
+                         "params.bound=private (raw rows for the private pipeline) or params.bound=max (divide "
+                         "by the data's largest norm; not private)")
     return table_data(find_file(path, data_dir), columns, standardize, bound)
 
 
@@ -430,7 +442,26 @@ def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = 
     with ThreadPoolExecutor(1) as pool:
         digest = pool.submit(sha256sum, file)  # beside the sums: hashing releases the GIL
         names, blocks, info = table_blocks(file, columns, standardize, bound, block_bytes)
-        sums = summed(blocks, 1.0 if bound == "max" else float(bound))
+        sums = summed(blocks, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound))
     info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": info["clipped_fraction"],
-            "max_norm": info["max_norm"], "private_preprocessing": standardize == "none" and bound != "max"}
-    return Data(None, radius=sums.radius, info=info, statistics=sums)
+            "max_norm": info["max_norm"],
+            "private_preprocessing": bound == "private" or (standardize == "none" and bound != "max")}
+    truth = None
+    if bound == "private":  # what the pipeline estimates: the raw rows' (centred, standardised) covariance
+        truth = private_target(sums.problem(), standardize)
+    return Data(None, radius=sums.radius, info=info, statistics=sums, truth=truth)
+
+
+def private_target(problem, standardize: str) -> np.ndarray:
+    """The raw table's second moment (none), covariance (center) or correlation (zscore), from its sums:
+    the truth a private pipeline's release is measured against (evaluation only)."""
+    sigma = problem.sigma
+    if standardize == "none":
+        return sigma
+    mean = problem.band_sums.sum(axis=0)
+    sigma = sigma - np.outer(mean, mean)
+    if standardize == "center":
+        return sigma
+    scale = np.sqrt(np.diag(sigma))
+    scale = np.where(scale > 0, scale, 1.0)
+    return sigma / np.outer(scale, scale)

@@ -79,6 +79,10 @@ class CovProblem:
     # Raw (unclipped) rows for mechanisms that need no norm bound (mechanisms/stable.py); None unless the
     # dataset provides them (Data.rows_unbounded), so other experiments never carry rows.
     rows: np.ndarray | None = None
+    # Per band, sum x / n and sum x / ||x|| / n (shape (bands, d)): the mean of the rows clipped at any
+    # dyadic radius (``clipped_mean``), for private centring from the sums alone (mechanisms/pipeline.py).
+    band_sums: np.ndarray | None = None
+    band_unit_sums: np.ndarray | None = None
 
     @classmethod
     def from_rows(cls, X, radius: float = 1.0, ridge=None, rows=None) -> "CovProblem":
@@ -152,6 +156,51 @@ class CovProblem:
         tau2 = self.tau(m) ** 2
         return self.band_moments[kept].sum(axis=0) + tau2 * self.band_directions[~kept].sum(axis=0)
 
+    def clipped_mean(self, m: int) -> np.ndarray:
+        """The mean of Clip(X, r 2^-m), exact from the band sums."""
+        if self.band_sums is None:
+            raise ValueError("this problem has no band sums of the rows (built before they existed, or from Sigma)")
+        kept = self.band_exponents >= max(int(m), 0)
+        return self.band_sums[kept].sum(axis=0) + self.tau(max(int(m), 0)) * self.band_unit_sums[~kept].sum(axis=0)
+
+    def clipped_problem(self, m: int) -> "CovProblem":
+        """The CovProblem of Clip(X, tau = r 2^-m) in the tau-ball, exact from the band statistics: the
+        bands at or below tau keep their sums (exponent j - m); the rows above it land on the sphere,
+        one band 0 with moments tau^2 sum T_j, directions sum T_j, sums tau sum x/||x|| / n."""
+        m = int(m)
+        if m <= 0:
+            return self
+        self.require_bands("clipping")
+        kept = self.band_exponents >= m
+        tau = self.tau(m)
+        exponents = self.band_exponents[kept] - m
+        counts, moments = self.band_counts[kept], self.band_moments[kept]
+        directions, sums, unit_sums = self.band_directions[kept], self.band_sums[kept], self.band_unit_sums[kept]
+        if (~kept).any():
+            top = self.band_directions[~kept].sum(axis=0)
+            top_units = self.band_unit_sums[~kept].sum(axis=0)
+            merge = len(exponents) and exponents[0] == 0
+            if merge:  # rows already in band m join the clipped ones
+                moments, directions = moments.copy(), directions.copy()
+                sums, unit_sums, counts = sums.copy(), unit_sums.copy(), counts.copy()
+                moments[0] += tau**2 * top
+                directions[0] += top
+                sums[0] += tau * top_units
+                unit_sums[0] += top_units
+                counts[0] += self.band_counts[~kept].sum()
+            else:
+                exponents = np.concatenate([[0], exponents])
+                counts = np.concatenate([[self.band_counts[~kept].sum()], counts])
+                moments = np.concatenate([[tau**2 * top], moments])
+                directions = np.concatenate([[top], directions])
+                sums = np.concatenate([[tau * top_units], sums])
+                unit_sums = np.concatenate([[top_units], unit_sums])
+        sigma = moments.sum(axis=0)
+        sigma = (sigma + sigma.T) / 2
+        eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
+        return CovProblem(self.n, self.d, tau, sigma, eigenvalues, exponents, counts, moments, directions,
+                          self.ridge, None, sums, unit_sums)
+
     def clipped_counts(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """Band exponents and counts of Clip(X, r 2^-m): bands above m merge into band m."""
         self.require_bands("clipping")
@@ -183,6 +232,8 @@ class BandSums:
         self.counts: dict[int, int] = {}
         self.moments: dict[int, np.ndarray] = {}
         self.directions: dict[int, np.ndarray] = {}
+        self.totals: dict[int, np.ndarray] = {}  # sum x
+        self.unit_totals: dict[int, np.ndarray] = {}  # sum x / ||x||
 
     def add(self, X, norms: np.ndarray | None = None) -> "BandSums":
         """Add a block of rows; ``norms``: their norms (row_norms), when the caller has them already."""
@@ -203,19 +254,23 @@ class BandSums:
         for j in np.flatnonzero(np.bincount(bands[nonzero])):  # the non-empty bands, ascending
             index = np.flatnonzero(bands == j)
             rows = X.take(index, axis=0)  # a copy (faster than a boolean mask): scaled to unit rows below
-            moment = rows.T @ rows
+            moment, total = rows.T @ rows, rows.sum(axis=0)
             rows /= norms.take(index)[:, None]
-            self._accumulate(int(j), len(rows), moment, rows.T @ rows)
+            self._accumulate(int(j), len(rows), moment, rows.T @ rows, total, rows.sum(axis=0))
         self.n += len(X)
         return self
 
-    def _accumulate(self, j: int, count: int, moment: np.ndarray, direction: np.ndarray) -> None:
+    def _accumulate(self, j: int, count: int, moment: np.ndarray, direction: np.ndarray, total: np.ndarray,
+                    unit_total: np.ndarray) -> None:
         if j in self.counts:
             self.counts[j] += count
             self.moments[j] += moment
             self.directions[j] += direction
+            self.totals[j] += total
+            self.unit_totals[j] += unit_total
         else:
             self.counts[j], self.moments[j], self.directions[j] = count, moment, direction
+            self.totals[j], self.unit_totals[j] = total, unit_total
 
     def merge(self, other: "BandSums") -> "BandSums":
         """Both blocks' sums in this one (the same radius); returns self."""
@@ -224,7 +279,8 @@ class BandSums:
         if other.d is not None and self.d is not None and other.d != self.d:
             raise ValueError(f"cannot merge sums of {other.d} columns into sums of {self.d}")
         for j in sorted(other.counts):
-            self._accumulate(j, other.counts[j], other.moments[j].copy(), other.directions[j].copy())
+            self._accumulate(j, other.counts[j], other.moments[j].copy(), other.directions[j].copy(),
+                             other.totals[j].copy(), other.unit_totals[j].copy())
         self.n += other.n
         self.d = self.d if self.d is not None else other.d
         return self
@@ -240,11 +296,13 @@ class BandSums:
             moments[k] = self.moments[j] / n
             directions[k] = self.directions[j] / n
         counts = np.array([self.counts[j] for j in exponents], dtype=np.int64)
+        sums = np.array([self.totals[j] / n for j in exponents]).reshape(len(exponents), d)
+        unit_sums = np.array([self.unit_totals[j] / n for j in exponents]).reshape(len(exponents), d)
         sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
         sigma = (sigma + sigma.T) / 2
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
         return CovProblem(n, d, self.radius, sigma, eigenvalues, exponents, counts, moments, directions, ridge,
-                          rows)
+                          rows, sums, unit_sums)
 
 
 def _renumber(message: str, offset: int) -> str:

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, coinpress, emcov, gaussian, laplace, regression, stable, thresholding
+from . import adaptive, coinpress, emcov, gaussian, laplace, pipeline, regression, stable, thresholding
 from .predictions import Prediction
 from .privacy import NOTIONS, ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import CovProblem
@@ -91,6 +91,23 @@ _EM_AUDIT = AuditNeeds("dp", (("swap_values", 1000), ("scale", 1000)))
 _CLIP = (("tau", 1.0),)
 _PUBLISHED = (("calibration", "public_code"),)  # the as-published calibrations (not private at the claim)
 
+def _with_release(default_mechanism: str):
+    """mechanisms/pipeline.py's private_pipeline with this module's ``release`` handed in (the pipeline runs
+    an inner mechanism by name; importing the registry there would be a cycle); its options are the
+    pipeline's, with the inner mechanism's default for this notion."""
+    def run(problem, accountant, rng, **options):
+        return pipeline.private_pipeline(problem, accountant, rng, release, **{"mechanism": default_mechanism,
+                                                                               **options})
+    signature = inspect.signature(pipeline.private_pipeline)
+    parameters = [p.replace(default=default_mechanism) if p.name == "mechanism" else p
+                  for p in signature.parameters.values() if p.name != "release"]
+    run.__signature__ = signature.replace(parameters=parameters)
+    run.__doc__ = pipeline.private_pipeline.__doc__
+    return run
+
+
+_pipeline, _pipeline_pure = _with_release("gauss"), _with_release("lap")
+
 MECHANISMS = {m.name: m for m in [
     Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1",
               predict=gaussian.GAUSS_PREDICTION, audit=_GAUSS_AUDIT, style=("tab:blue", "o")),
@@ -157,6 +174,14 @@ MECHANISMS = {m.name: m for m in [
               audit=AuditNeeds("dp", (("stable", 300_000),), options=(("on_fail", "zero"),),
                                search_pairs=(("stable", 300_000),), slow=True),
               style=("tab:red", "*"), needs=("raw rows",)),
+    Mechanism("pipeline", "Private pipeline", ZCDP, _pipeline,
+              "dpcov: Dong et al.'s PrivRadius (Lemma 9), a private mean, then the inner mechanism (issue 39)",
+              audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))),
+              style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",)),
+    Mechanism("pipeline_pure", "Private pipeline", PureDP, _pipeline_pure,
+              "dpcov: Dong et al.'s PrivRadius (Lemma 9), a private mean, then the inner mechanism (issue 39)",
+              audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
+              style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",)),
 ]}
 
 
