@@ -71,3 +71,21 @@ def test_bad_pipeline_choices_are_refused(tmp_path):
     with pytest.raises(ValueError, match="leave the covariance a share"):
         release("pipeline", problem, ZCDP(1.0), np.random.default_rng(0), options={"radius_share": 0.6,
                                                                                       "mean_share": 0.5})
+
+
+def test_the_audit_flags_a_pipeline_whose_radius_is_read_from_the_data(monkeypatch):
+    """The sphere pair (every row at norm 0.01, one moved onto the unit sphere): a pipeline clipping at
+    the data's own largest band moves its noise 10^4-fold with that row: flagged; the private pipeline
+    (PrivRadius) on the same pair and runs: not flagged."""
+    from pathlib import Path
+
+    from audits.blackbox import audit
+    from audits.pairs import PairSpec
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "docs" / "examples"))
+    leaky = audit("buggy_mechanisms:pipeline_data_radius", ZCDP(0.5), pairs=[PairSpec("sphere", 10000)],
+                  runs=150, confirmations=1, seed=3, n_jobs=1)
+    assert leaky.exceeded and leaky.worst.bound.value > 0.5, leaky.describe()
+    honest = audit("pipeline", ZCDP(0.5), pairs=[PairSpec("sphere", 10000)], runs=150, confirmations=1, seed=3,
+                   n_jobs=1)
+    assert not honest.exceeded, honest.describe()

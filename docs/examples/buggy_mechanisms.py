@@ -95,3 +95,15 @@ def estimator_data_radius(problem, accountant, rng):
                                   centering="assume_centered", random_state=rng).fit(problem.rows)
     accountant.spend(fit.budget_spent_, "estimator")
     return fit.covariance_
+
+
+@register_mechanism(notion=ZCDP, label="Private pipeline (radius read from the data)")
+def pipeline_data_radius(problem, accountant, rng):
+    """MISTAKE: the private pipeline's clipping radius taken from the rows' own largest norm band
+    instead of PrivRadius: one row far out moves the radius, and the noise with it."""
+    from mechanisms.registry import release
+
+    clipped = problem.clipped_problem(int(problem.band_exponents.min()))  # the top non-empty band
+    estimate, _ = release("gauss", clipped, accountant.total, rng)
+    accountant.spend(accountant.total, "covariance at the data's radius")
+    return estimate
