@@ -146,6 +146,18 @@ def _share(total: int, part: tuple[int, int] | None) -> tuple[int, int]:
     return total * i // count, total * (i + 1) // count
 
 
+def _npy_rows(path: Path, array: np.memmap):
+    """rows(i, j) of a row-major .npy file read into fresh memory (not through the memory map, whose touched
+    pages would stay in the process's resident set: a 3.2 GB file read whole showed 3.5 GB resident)."""
+    row_bytes = array.dtype.itemsize * array.shape[1]
+
+    def rows(i: int, j: int) -> np.ndarray:
+        with open(path, "rb") as f:
+            f.seek(array.offset + i * row_bytes)
+            return np.fromfile(f, dtype=array.dtype, count=(j - i) * array.shape[1]).reshape(j - i, array.shape[1])
+    return rows
+
+
 def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
                 part: tuple[int, int] | None = None) -> tuple[list[str], Iterator[np.ndarray]]:
     """(column names, an iterator of row blocks) of a table file: the formats, checks and errors of
@@ -164,9 +176,10 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
             raise ValueError(f"{path}: a table needs a 2-D array (rows x columns), got shape {array.shape}")
         _, names = select_columns(path, array[:0], None, columns)  # checks the indices on no rows
         chosen = [int(c) for c in names]
-        step = block_rows(len(chosen), block_bytes)
+        step = block_rows(array.shape[1], block_bytes)
         start, stop = _share(len(array), part)
-        blocks = (select_columns(path, array[i:min(i + step, stop)], None, chosen, first_row=i)[0]
+        rows = _npy_rows(path, array) if array.flags.c_contiguous else (lambda i, j: array[i:j])
+        blocks = (select_columns(path, rows(i, min(i + step, stop)), None, chosen, first_row=i)[0]
                   for i in range(start, stop, step))
         return names, blocks
     import pandas as pd
