@@ -10,7 +10,7 @@ import numpy as np
 from mechanisms.norm_bound import clip_rows
 from mechanisms.problem import BandSums, row_norms
 
-from .table import BLOCK_BYTES, file_blocks, find_file
+from .table import BLOCK_BYTES, block_rows, file_blocks, find_file
 
 
 def is_dask(obj) -> bool:
@@ -28,35 +28,37 @@ def _partitions(obj, columns=None) -> list:
     return list((obj if columns is None else obj[list(columns)]).to_delayed())
 
 
-def _partition_sums(part, radius: float, clip: bool) -> BandSums:
-    X = np.asarray(part, dtype=float)
+def _add_block(sums: BandSums, X: np.ndarray, clip: bool) -> BandSums:
+    """Add a block of rows, clipped to the sums' radius first with clip=True (else checked inside it)."""
+    norms = row_norms(X)
     if clip:
-        X = clip_rows(X, radius, row_norms(X))[0]
-    return BandSums(radius).add(X)
+        X, norms = clip_rows(X, sums.radius, norms)[0], np.minimum(norms, sums.radius)
+    return sums.add(X, norms)
 
 
-def _row_groups(path: Path) -> int:
-    if path.suffix.lower() in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-        return pq.ParquetFile(path).num_row_groups
-    rows = np.load(path, mmap_mode="r").shape[0] if path.suffix.lower() == ".npy" else 1
-    return -(-rows // block_rows_of(path))
-
-
-def block_rows_of(path: Path) -> int:
-    return max(1, BLOCK_BYTES // (8 * max(1, np.load(path, mmap_mode="r").shape[1])))
-
-
-def _merged(a: BandSums, b: BandSums) -> BandSums:
-    return a.merge(b)
+def _block_sums(X: np.ndarray, radius: float, clip: bool) -> BandSums:
+    return _add_block(BandSums(radius), X, clip)
 
 
 def _file_share_sums(path: Path, columns, part: tuple[int, int], radius: float, clip: bool) -> BandSums:
     sums = BandSums(radius)
     for X in file_blocks(path, columns, part=part)[1]:
-        norms = row_norms(X)
-        sums.add(clip_rows(X, radius, norms)[0] if clip else X, np.minimum(norms, radius) if clip else norms)
+        _add_block(sums, X, clip)
     return sums
+
+
+def _tree(values: list, combine):
+    """Delayed values combined pairwise in a tree (log depth): the merges run on the workers too."""
+    import dask
+
+    while len(values) > 1:
+        values = [dask.delayed(combine)(*values[i:i + 2]) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
+def _merged(a: BandSums, b: BandSums) -> BandSums:
+    return a.merge(b)
 
 
 def dask_sums(obj, radius: float, columns=None, clip: bool = False, shares: int | None = None) -> BandSums:
@@ -68,22 +70,26 @@ def dask_sums(obj, radius: float, columns=None, clip: bool = False, shares: int 
     scheduler in use (a ``distributed.Client``'s cluster, else Dask's default)."""
     import dask
 
-    if isinstance(obj, (str, Path)):
-        path = find_file(obj)
-        if shares is None:
-            shares = min(64, max(1, _row_groups(path)))
-        sums = [dask.delayed(_file_share_sums)(path, columns, (i, shares), radius, clip) for i in range(shares)]
-    else:
-        sums = [dask.delayed(_partition_sums)(part, radius, clip) for part in _partitions(obj, columns)]
-    if not sums:
-        raise ValueError("data must have at least one row and one column, got no partitions")
-    while len(sums) > 1:
-        sums = [dask.delayed(_merged)(*sums[i:i + 2]) if i + 1 < len(sums) else sums[i]
-                for i in range(0, len(sums), 2)]
     try:
-        return dask.compute(sums[0])[0]
+        if not isinstance(obj, (str, Path)):
+            return Rows(obj, columns).reduce(_block_sums, _merged, radius, clip)
+        path = find_file(obj)
+        if shares is None:  # one per row group (.npy: per block), at most 64
+            shares = min(64, _row_groups(path))
+        return dask.compute(_tree([dask.delayed(_file_share_sums)(path, columns, (i, shares), radius, clip)
+                                   for i in range(shares)], _merged))[0]
     except ValueError as err:
         raise ValueError(f"{err} (rows numbered within their partition)") from None
+
+
+def _row_groups(path: Path) -> int:
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+        return max(1, pq.ParquetFile(path).num_row_groups)
+    if path.suffix.lower() != ".npy":
+        return 1
+    rows, d = np.load(path, mmap_mode="r").shape
+    return max(1, -(-rows // block_rows(d)))
 
 
 class Rows:
@@ -146,10 +152,9 @@ class Rows:
         import dask
 
         values = [dask.delayed(_as_float_then)(part, fn, *args) for part in _partitions(self.data, self.columns)]
-        while len(values) > 1:
-            values = [dask.delayed(combine)(*values[i:i + 2]) if i + 1 < len(values) else values[i]
-                      for i in range(0, len(values), 2)]
-        return dask.compute(values[0])[0]
+        if not values:
+            raise ValueError("data must have at least one row and one column, got no partitions")
+        return dask.compute(_tree(values, combine))[0]
 
 
 def _as_float_then(part, fn, *args):

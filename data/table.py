@@ -29,8 +29,8 @@ clipped fraction and largest norm are facts about the data for your own analysis
 Bad input gets a clear error: a missing file (every place looked), an unsupported format, unknown
 or repeated columns, non-numeric cells, NaN/inf (first row and column), no rows, a bad bound.
 
-Streamed: the file is read a block of rows at a time (``file_blocks``: .npy memory-mapped, CSV/TSV in
-chunks, Parquet by record batches) into the sums a CovProblem holds (mechanisms/problem.py BandSums),
+Streamed: the file is read a block of rows at a time (``file_blocks``: .npy by plain reads of row ranges,
+CSV/TSV in chunks, Parquet by record batches) into the sums a CovProblem holds (mechanisms/problem.py BandSums),
 so memory is a few blocks whatever the table's size; the dataset returns those sums, not the rows.
 """
 from __future__ import annotations
@@ -288,7 +288,7 @@ def prefetched(blocks: Iterator[np.ndarray], depth: int = 1) -> Iterator[np.ndar
 
 
 def standardized(X: np.ndarray, how: str) -> np.ndarray:
-    """The standardisation of an in-memory table (the streamed one: ``column_transform``)."""
+    """The standardisation of an in-memory table (the streamed one: ``ColumnMoments.transform``)."""
     if how == "none":
         return X
     if how == "minmax":

@@ -94,15 +94,6 @@ class CovProblem:
         return BandSums(radius).add(X).problem(ridge=ridge, rows=rows)
 
     @classmethod
-    def from_chunks(cls, chunks, radius: float = 1.0, ridge=None) -> "CovProblem":
-        """The same statistics from an iterable of row blocks (a file read in pieces, say), in one pass
-        and in memory that does not grow with n: one block plus O(bands d^2)."""
-        sums = BandSums(radius)
-        for chunk in chunks:
-            sums.add(chunk)
-        return sums.problem(ridge=ridge)
-
-    @classmethod
     def from_sigma(cls, sigma, n: int, radius: float = 1.0) -> "CovProblem":
         """A problem known only through Sigma = X^T X / n of n rows in the ``radius`` ball (e.g. a
         simulated statistic, data/sparse.py). Mechanisms that need the rows' norm bands (clipping,
@@ -164,42 +155,33 @@ class CovProblem:
         return self.band_sums[kept].sum(axis=0) + self.tau(max(int(m), 0)) * self.band_unit_sums[~kept].sum(axis=0)
 
     def clipped_problem(self, m: int) -> "CovProblem":
-        """The CovProblem of Clip(X, tau = r 2^-m) in the tau-ball, exact from the band statistics: the
-        bands at or below tau keep their sums (exponent j - m); the rows above it land on the sphere,
-        one band 0 with moments tau^2 sum T_j, directions sum T_j, sums tau sum x/||x|| / n."""
+        """The CovProblem of Clip(X, tau = r 2^-m) in the tau-ball, exact from the band statistics
+        (``clipped_sigma``, ``clipped_counts``): the bands at or below tau keep their sums (exponent
+        j - m); the rows above it land on the sphere and join band m: moments tau^2 sum T_j, directions
+        sum T_j, sums tau sum x/||x|| / n."""
         m = int(m)
         if m <= 0:
             return self
-        self.require_bands("clipping")
-        kept = self.band_exponents >= m
-        tau = self.tau(m)
-        exponents = self.band_exponents[kept] - m
-        counts, moments = self.band_counts[kept], self.band_moments[kept]
-        directions, sums, unit_sums = self.band_directions[kept], self.band_sums[kept], self.band_unit_sums[kept]
-        if (~kept).any():
-            top = self.band_directions[~kept].sum(axis=0)
-            top_units = self.band_unit_sums[~kept].sum(axis=0)
-            merge = len(exponents) and exponents[0] == 0
-            if merge:  # rows already in band m join the clipped ones
-                moments, directions = moments.copy(), directions.copy()
-                sums, unit_sums, counts = sums.copy(), unit_sums.copy(), counts.copy()
-                moments[0] += tau**2 * top
-                directions[0] += top
-                sums[0] += tau * top_units
-                unit_sums[0] += top_units
-                counts[0] += self.band_counts[~kept].sum()
-            else:
-                exponents = np.concatenate([[0], exponents])
-                counts = np.concatenate([[self.band_counts[~kept].sum()], counts])
-                moments = np.concatenate([[tau**2 * top], moments])
-                directions = np.concatenate([[top], directions])
-                sums = np.concatenate([[tau * top_units], sums])
-                unit_sums = np.concatenate([[top_units], unit_sums])
-        sigma = moments.sum(axis=0)
+        exponents, counts = self.clipped_counts(m)
+        kept, tau = self.band_exponents >= m, self.tau(m)
+        top, top_units = self.band_directions[~kept].sum(axis=0), self.band_unit_sums[~kept].sum(axis=0)
+
+        def with_clipped(values: np.ndarray, clipped: np.ndarray) -> np.ndarray:
+            if kept.all():
+                return values
+            if len(values) and self.band_exponents[kept][0] == m:  # band m holds rows already
+                values = values.copy()
+                values[0] += clipped
+                return values
+            return np.concatenate([[clipped], values])
+
+        sigma = self.clipped_sigma(m)
         sigma = (sigma + sigma.T) / 2
-        eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
-        return CovProblem(self.n, self.d, tau, sigma, eigenvalues, exponents, counts, moments, directions,
-                          self.ridge, None, sums, unit_sums)
+        return CovProblem(self.n, self.d, tau, sigma, np.linalg.eigvalsh(sigma)[::-1].copy(), exponents - m, counts,
+                          with_clipped(self.band_moments[kept], tau**2 * top),
+                          with_clipped(self.band_directions[kept], top), self.ridge, None,
+                          with_clipped(self.band_sums[kept], tau * top_units),
+                          with_clipped(self.band_unit_sums[kept], top_units))
 
     def clipped_counts(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """Band exponents and counts of Clip(X, r 2^-m): bands above m merge into band m."""

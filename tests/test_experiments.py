@@ -297,3 +297,23 @@ def test_summary_is_the_same_bits_whatever_order_the_runs_finished_in():
     for seed in range(3):
         shuffled = frame.sample(frac=1.0, random_state=seed)
         pd.testing.assert_frame_equal(summarise(exp, shuffled), first, check_exact=True)
+
+
+def test_task_grouping_changes_no_number(experiment):
+    """The runner's first chunk of trials is one task per line (quick lines report while another
+    compiles), the rest hold every line; a line added later runs in tasks of its own. Every run's
+    randomness comes from its key, so the numbers are those of one fresh run of every line."""
+    from experiments.runner import _tasks, plan, trials_per_task
+
+    exp = experiment("synthetic_trace", "n_jobs=1", "mechanisms=[gauss,separate,zero]", output="fresh")
+    tasks = list(_tasks(exp, plan(exp, set()), trials_per_task(exp.trials, 1)))
+    first = [task[1][4] for task in tasks[:3]]  # run_trials(experiment, instance, points, trials, pending, ...)
+    assert [sorted({m for ms in pending.values() for m in ms}) for pending in first] == \
+        [["gauss"], ["separate"], ["zero"]]
+    fresh = pd.read_csv(run_experiment(exp).results)
+    run_experiment(experiment("synthetic_trace", "n_jobs=1", "mechanisms=[separate]", output="grown"))
+    grown = pd.read_csv(run_experiment(experiment("synthetic_trace", "n_jobs=1", "mechanisms=[gauss,separate,zero]",
+                                                  output="grown")).results)
+    cols = ["mechanism", "trial", "N", "err_fro"]
+    pd.testing.assert_frame_equal(fresh[cols].sort_values(cols[:3]).reset_index(drop=True),
+                                  grown[cols].sort_values(cols[:3]).reset_index(drop=True))
