@@ -6,7 +6,7 @@ Parameters (every one is recorded with each result row):
 - ``path``: the file (``.csv``, ``.tsv``, ``.parquet``/``.pq`` read by pandas, ``.npy`` by numpy); a
   relative path is looked up from the working directory, then in the data directories
   (``data_dir``, ``$DPCOV_DATA``, ``../shared/data``, the cache: data/files.py), then in the
-  repository (for its example, ``docs/examples/table.csv``).
+  installed package (for its example, ``data/examples/table.csv``, shipped with it).
 - ``columns``: the columns to use (names; column indices for ``.npy``); null: every column (all
   must be numeric).
 - ``standardize``: ``none``; ``center`` (subtract column means); ``zscore`` (centre, divide by column
@@ -235,9 +235,11 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
 def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
     """An Arrow record batch of numeric columns without nulls as one float64 array (one
     copy); None for anything else (a pandas chunk, text, nulls: select_columns then says what is wrong)."""
+    if type(batch).__module__.split(".")[0] != "pyarrow":  # a pandas chunk (pyarrow is optional: Parquet only)
+        return None
     import pyarrow as pa
 
-    if not isinstance(batch, pa.RecordBatch) or batch.schema.names != names:
+    if batch.schema.names != names:
         return None
     columns = batch.columns
     if any(c.null_count or not (pa.types.is_floating(c.type) or pa.types.is_integer(c.type)) for c in columns):

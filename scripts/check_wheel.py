@@ -1,6 +1,6 @@
 """Check the package as a new user gets it: build the wheel, install it into a fresh virtual
 environment, and from an empty temporary directory (no checkout on the path) run the first command,
-a short audit and an estimator fit. CI runs this (.ci/run); it prints each command and its output.
+the private table pipeline on the shipped example file, a short audit and an estimator fit. CI runs this (.ci/run); it prints each command and its output.
 
     python scripts/check_wheel.py [--keep DIR]
 """
@@ -59,6 +59,8 @@ def main() -> None:
     missing = [f for f in ("results.csv", "summary.csv", "figure.png", "config.yaml") if not (written / f).is_file()]
     if missing or "results:" not in out:
         sys.exit(f"check_wheel: the first command did not write {missing} under {written}")
+    step("a raw table, private end to end (the shipped example file)",
+         ["dpcov", "run", "experiment=table_private", "scale=smoke"], user, env)
     step("audit", ["dpcov", "audit", "gauss", "--runs", "200", "--seconds", "30", "--n-jobs", "2", "--quiet"], user, env)
     step("estimator fit", [str(bin_dir / "python"), "-c", FIT], user, env)
     print(f"\ncheck_wheel: the wheel {wheel.name} installs and runs from {user}", flush=True)

@@ -69,7 +69,7 @@ def test_command_line(capsys):
     out = capsys.readouterr().out
     assert "| 1 | SeparateCov (`separate`)" in out and "assumed tr = 1 (the worst case)" in out
     assert "caveats:" in out and "never the data" in out
-    advise.main(["--table", "docs/examples/table.csv", "--columns", "height,weight,age", "--bound", "3",
+    advise.main(["--table", "data/examples/table.csv", "--columns", "height,weight,age", "--bound", "3",
                  "--eps", "1", "--delta", "1e-6", "--trials", "2"])
     out = capsys.readouterr().out
     assert "n = 1000, d = 3 (only the shape is used)" in out and "r = 3" in out
@@ -81,9 +81,9 @@ def test_command_line(capsys):
     (["--n", "100", "--d", "3", "--rho", "0.1", "--eps", "1"], "exactly one privacy budget"),
     (["--n", "100", "--d", "3", "--eps", "1", "--delta", "2"], "delta must lie in (0, 1)"),
     (["--d", "3", "--rho", "0.1"], "give --n and --d"),
-    (["--table", "docs/examples/table.csv", "--rho", "0.1"], "--table needs --bound"),
-    (["--table", "docs/examples/table.csv", "--bound", "-1", "--rho", "0.1"], "--bound must be a number > 0"),
-    (["--table", "docs/examples/table.csv", "--bound", "1", "--rho", "0.1"], "column 'city' is not numeric"),
+    (["--table", "data/examples/table.csv", "--rho", "0.1"], "--table needs --bound"),
+    (["--table", "data/examples/table.csv", "--bound", "-1", "--rho", "0.1"], "--bound must be a number > 0"),
+    (["--table", "data/examples/table.csv", "--bound", "1", "--rho", "0.1"], "column 'city' is not numeric"),
     (["--n", "100", "--d", "3", "--rho", "0.1", "--mechanisms", "gauss,nope"], "unknown mechanism 'nope'"),
 ])
 def test_bad_input_is_refused(capsys, argv, message):

@@ -227,3 +227,13 @@ def test_a_streamed_table_holds_one_block_in_memory(tmp_path):
         tracemalloc.stop()
     assert data.statistics.n == 300_000
     assert peak < 16 << 20, f"peak {peak / 2**20:.1f} MB for a 48 MB file in 1 MB blocks"
+
+
+def test_csv_and_npy_tables_need_no_pyarrow(tmp_path, frame, monkeypatch):
+    """pyarrow is the Parquet extra only: a CSV or .npy table streams without it (a fresh install)."""
+    import sys
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now fails
+    numeric = frame[["a", "b"]]
+    numeric.to_csv(tmp_path / "t.csv", index=False)
+    np.save(tmp_path / "t.npy", numeric.to_numpy())
+    assert load(tmp_path / "t.csv", bound=3.0).statistics.n == load(tmp_path / "t.npy", bound=3.0).statistics.n == 300
