@@ -233,12 +233,13 @@ class BandSums:
         nonzero = norms > 0
         bands = np.full(len(X), -1)
         bands[nonzero] = dyadic_band(norms[nonzero], self.radius)
+        ones = np.ones(len(X))
         for j in np.flatnonzero(np.bincount(bands[nonzero])):  # the non-empty bands, ascending
             index = np.flatnonzero(bands == j)
             rows = X.take(index, axis=0)  # a copy (faster than a boolean mask): scaled to unit rows below
-            moment, total = rows.T @ rows, rows.sum(axis=0)
+            moment, total = rows.T @ rows, ones[:len(rows)] @ rows  # column sums by BLAS: 2.5x sum(axis=0)
             rows /= norms.take(index)[:, None]
-            self._accumulate(int(j), len(rows), moment, rows.T @ rows, total, rows.sum(axis=0))
+            self._accumulate(int(j), len(rows), moment, rows.T @ rows, total, ones[:len(rows)] @ rows)
         self.n += len(X)
         return self
 

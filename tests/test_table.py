@@ -31,7 +31,8 @@ def load(path, columns=None, standardize="none", bound=1.0, **kw):
 
 def rows(path, columns=None, standardize="none", bound=1.0, block_bytes=1 << 20):
     """The rows the mechanisms see (the dataset sums them a block at a time), all in memory."""
-    return np.concatenate([X for X, _ in table_blocks(path, columns, standardize, bound, block_bytes)[1]])
+    _, blocks, bounded, _ = table_blocks(path, columns, standardize, bound, block_bytes)
+    return np.concatenate([bounded(X)[0] for X in blocks])
 
 
 def test_declared_bound_clips_rows_and_records_the_fraction(csv, frame):
