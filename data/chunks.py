@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechanisms.norm_bound import clip_rows
-from mechanisms.problem import BandSums, row_norms
+from mechanisms.problem import BandSums, clip_rows, row_norms
 
 from .table import BLOCK_BYTES, block_rows, file_blocks, find_file
 

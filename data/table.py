@@ -42,7 +42,7 @@ from typing import Iterator
 
 import numpy as np
 
-from mechanisms.problem import BandSums, row_norms
+from mechanisms.problem import BandSums, clip_rows, row_norms
 
 from .files import REPO_ROOT, DataFileError, data_dirs, sha256sum
 from .registry_types import Data
@@ -339,21 +339,13 @@ def bounded(X: np.ndarray, bound) -> tuple[np.ndarray, float, float]:
             raise ValueError("every row is zero: nothing to estimate (bound=max divides by the largest norm)")
         return X / largest, 1.0, 0.0
     check_bound(bound)
-    return clipped(X, norms, bound), float(bound), float((norms > bound).mean())
+    return clip_rows(X, bound, norms)[0], float(bound), float((norms > bound).mean())
 
 
 def check_bound(bound) -> None:
     if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not (np.isfinite(bound) and bound > 0):
         raise ValueError(f"bound must be a number > 0 (a declared norm bound: rows are clipped to it) or "
                          f"'max' (divide by the data's largest row norm: not private), got {bound!r}")
-
-
-def clipped(X: np.ndarray, norms: np.ndarray, bound: float, in_place: bool = False) -> np.ndarray:
-    """Rows with norm > bound scaled to norm bound (x -> x bound / ||x||), the others unchanged."""
-    over = np.flatnonzero(norms > bound)
-    X = X if in_place and X.flags.writeable else X.copy()
-    X[over] *= (bound / norms[over])[:, None]
-    return X
 
 
 def _finite_blocks(file: Path, names: list[str], blocks):
@@ -414,8 +406,9 @@ def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int 
 
     def bounded(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X = prepare(X)
-        norms = row_norms(X)
-        over = 0 if largest is not None else int((norms > bound).sum())
+        norms, over = row_norms(X), 0
+        if largest is None:
+            X, over = clip_rows(X, bound, norms, in_place=True)  # X: this block's own copy
         with lock:
             info["max_norm"] = max(info["max_norm"], float(norms.max()))
             counted["rows"] += len(X)
@@ -423,7 +416,7 @@ def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int 
             info["clipped_fraction"] = counted["clipped"] / counted["rows"]
         if largest is not None:
             return X / largest, norms / largest
-        return clipped(X, norms, bound, in_place=True), np.minimum(norms, bound)  # X: this block's own copy
+        return X, np.minimum(norms, bound)
     return names, read(), bounded, info
 
 

@@ -30,9 +30,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from data.chunks import Rows, is_dask
 from mechanisms.mean import private_mean_of
-from mechanisms.norm_bound import clip_rows, norm_histogram, private_norm_bound_of
+from mechanisms.norm_bound import norm_histogram, private_norm_bound_of
 from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
-from mechanisms.problem import BandSums, row_norms
+from mechanisms.problem import BandSums, clip_rows, row_norms
 from mechanisms.registry import check_options, get_mechanism, release
 from mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 

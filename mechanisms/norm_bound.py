@@ -21,7 +21,6 @@ import numpy as np
 
 from .adaptive import above_threshold, svt_eps
 from .privacy import Accountant
-from .problem import row_norms
 
 TOP_EXPONENT, RATIO_EXPONENT = 64, 0.25  # the grid: 2^(64 - k/4), k = 1 .. 512
 STEPS = int(2 * TOP_EXPONENT / RATIO_EXPONENT)
@@ -87,13 +86,3 @@ def private_norm_bound_of(histogram: np.ndarray, budget, accountant: Accountant,
     radii = grid()
     return float(radii[k - 2]) if k >= 2 else float(np.exp2(TOP_EXPONENT))  # the radius before the crossing
 
-
-def clip_rows(X: np.ndarray, radius: float, norms: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """(rows scaled onto the ``radius`` sphere where they lie outside it, how many were) -- Clip(x, r) =
-    min(1, r/||x||) x; a copy only when some row moves."""
-    norms = row_norms(X) if norms is None else norms
-    outside = norms > radius
-    if outside.any():
-        X = X.copy()
-        X[outside] *= (radius / norms[outside])[:, None]
-    return X, int(outside.sum())

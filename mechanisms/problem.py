@@ -33,6 +33,18 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     return norms
 
 
+def clip_rows(X: np.ndarray, radius: float, norms: np.ndarray | None = None,
+              in_place: bool = False) -> tuple[np.ndarray, int]:
+    """(rows scaled onto the ``radius`` sphere where they lie outside it, how many were) -- Clip(x, r) =
+    min(1, r/||x||) x; a copy only when some row moves (none with in_place=True and a writeable X)."""
+    norms = row_norms(X) if norms is None else norms
+    outside = norms > radius
+    if outside.any():
+        X = X if in_place and X.flags.writeable else X.copy()
+        X[outside] *= (radius / norms[outside])[:, None]
+    return X, int(outside.sum())
+
+
 def validate_rows(X, radius: float) -> np.ndarray:
     """Return X as a float64 n x d array, or raise a clear error (NaN/inf, shape, norm bound)."""
     return _checked_rows(X, radius)[0]

@@ -29,8 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from data.chunks import dask_sums  # noqa: E402
 from data.table import table_data  # noqa: E402
-from mechanisms.norm_bound import clip_rows  # noqa: E402
-from mechanisms.problem import CovProblem  # noqa: E402
+from mechanisms.problem import CovProblem, clip_rows  # noqa: E402
 
 COLUMNS = 20
 ROW_GROUP = 1_000_000

@@ -6,8 +6,7 @@ import pytest
 from data.chunks import dask_sums
 from experiments.config import ConfigError
 from experiments.runner import run_experiment
-from mechanisms.norm_bound import clip_rows
-from mechanisms.problem import CovProblem
+from mechanisms.problem import CovProblem, clip_rows
 
 distributed = pytest.importorskip("distributed", reason="executor=dask needs pip install -e '.[dask]'")
 

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from data.table import table
-from mechanisms.norm_bound import clip_rows
 from mechanisms.privacy import PureDP, ZCDP
-from mechanisms.problem import CovProblem
+from mechanisms.problem import CovProblem, clip_rows
 from mechanisms.registry import release
 
 RAW = np.random.default_rng(0).standard_normal((6000, 4)) * [30.0, 10.0, 3.0, 0.5] + [100.0, 0.0, -20.0, 5.0]
