@@ -1,21 +1,30 @@
-"""mechanism="auto": the estimators' default, chosen from public facts only by what the suite measured.
+"""mechanism="auto": the estimators' default, chosen by what the suite measured.
 
 The facts: the task (PCA: captured variance of the top-k subspace; ridge: prediction error;
-covariance: Frobenius error), n, d, k, and the budget's notion and size. Never the data.
+covariance: Frobenius error), n, d, k, and the budget's notion and size -- public -- and, only where
+the measured choice depends on it and n allows, the rows' typical norm: their median norm over the
+radius, released privately by the estimator (``auto_share`` of the budget, in its ledger;
+mechanisms/norm_bound.py private_norm_quantile_of). A radius tight for most rows (min-max scaled
+tables) favours mechanisms calibrated to it; a loose one (pixels, a bound far above most rows)
+favours those that clip adaptively.
 
 The measurement (dpcov/measure.py, run by ``python scripts/defaults.py build``; committed as
 ``dpcov/auto_table.csv``): every registered mechanism that runs from bounded rows alone is fitted
 through the estimators themselves (radius 1, centering="private", the default shares) on synthetic
 rows at each cell of a grid of (task, notion, budget, n, d, k), in SCENARIOS that say what a public
-radius usually is on real data: a loose bound (the largest row at 0.3-0.6 of it, as on MNIST, UCI and
-scikit-learn's data), a mean away from 0, eigenvalues decaying as i^-decay. Its score in a cell is
-its mean over scenarios and trials of (its metric relative to the cell's best: captured / best
-captured, or best error / error), so 1 = best in every scenario.
+radius and the rows usually are on real data: a tight or loose bound (the largest row at 0.3-1 of it, as
+on MNIST, UCI and scikit-learn's data), eigenvalues decaying as i^-decay, Gaussian rows with a mean away
+from 0, and nonnegative columns (min-max scaled tables, pixels) whose mean is near the largest norm and
+whose norms bunch below it. Its score in a cell is
+its mean over trials of (its metric relative to the scenario's best: captured / best captured, or best
+error / error) per scenario, so 1 = best in every trial, with the scenario's typical norm.
 
 ``advise`` reads the cells of the budget's notion (and the nearest k for PCA), smooths each mechanism's
-score over them with a Gaussian kernel in (log budget, log n, log d) half a grid step wide, and returns
-the best with the ranking. The choice is checked out of sample
-on real data (scripts/defaults.py agreement / pca; results/advisor/defaults/).
+score over them with a Gaussian kernel in (log budget, log n, log d) half a grid step wide -- and, given
+a typical norm, in log typical norm (TYPICAL_WIDTH) across scenarios; else every scenario weighs the
+same -- and returns the best with the ranking. The choice is checked on real data
+(scripts/defaults.py agreement / pca; results/advisor/defaults/): out of sample on the sets of
+``pca --held-out``, which nothing here was designed on.
 """
 from __future__ import annotations
 
@@ -28,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.advisor import candidates as runnable
+from mechanisms.norm_bound import quantile_possible
 from mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
 from mechanisms.registry import get_mechanism
 
@@ -42,13 +52,23 @@ GRID_K = (1, 5)
 GRID_BUDGETS = {"pure": (0.25, 1.0, 4.0, 16.0), "zcdp": (0.005, 0.05, 0.5, 5.0), "approx": (0.25, 1.0, 4.0, 16.0)}
 # fill: largest row norm / radius (1: a tight public radius, as after the UCI loaders' scaling; 0.3-0.6:
 # a loose one, as on MNIST and scikit-learn's data with their public bounds)
-SCENARIOS = ({"decay": 1.0, "fill": 1.0}, {"decay": 1.0, "fill": 0.6}, {"decay": 2.0, "fill": 0.3})
+SCENARIOS = ({"decay": 1.0, "fill": 1.0}, {"decay": 1.0, "fill": 0.6}, {"decay": 2.0, "fill": 0.3},
+             # nonnegative columns (min-max scaled tables, pixel intensities): a mean near the largest norm and
+             # most norms close to it, where a public radius is tight for most rows (dpcov/measure.py scenario_rows)
+             {"decay": 1.0, "fill": 1.0, "kind": "nonnegative"}, {"decay": 2.0, "fill": 0.6, "kind": "nonnegative"})
 # the zero matrix releases nothing; its "principal components" would be the axes, which capture what the
 # data's coordinates happen to: not a PCA. Ridge from it predicts the private mean of y: it won the synthetic
 # ridge cells at small budgets and lost every held-out ridge cell it was chosen for (Amin's UCI targets: up
 # to 53 x the best error), so it is left out there too.
 NOT_FOR = {"pca": ("zero",), "ridge": ("zero",), "covariance": ()}
 SMOOTHING = 0.5  # the kernel's width in grid steps (advise)
+# the scenarios' kernel in log typical norm (advise): half the median gap between the scenarios' typical norms
+# in a cell (0.08, 0.31, 0.47, 0.49, 0.82 at n = 30000, d = 96: gaps 1.33, 0.42, 0.04, 0.52), as SMOOTHING is
+# half a grid step of the other axes
+TYPICAL_WIDTH = 0.25
+TYPICAL_QUANTILE = 0.5  # the typical norm: the rows' median norm over the radius
+AUTO_SHARE = 0.05  # the estimators' default auto_share: the budget the median norm costs where it is released
+TYPICALS = tuple(np.geomspace(0.05, 1.0, 13))  # where depends_on_typical looks for a change of choice
 
 
 @dataclass(frozen=True)
@@ -86,22 +106,43 @@ def load_table(path: str = str(TABLE)) -> pd.DataFrame:
     return pd.read_csv(table_path)
 
 
-def advise(task: str, n: int, d: int, budget, k: int | None = None, table: pd.DataFrame | None = None) -> Advice:
-    """The mechanism the measured table ranks first for these public facts (module doc)."""
+def advise(task: str, n: int, d: int, budget, k: int | None = None, table: pd.DataFrame | None = None,
+           typical: float | None = None) -> Advice:
+    """The mechanism the measured table ranks first for these facts (module doc); ``typical``: the rows'
+    typical norm (median norm / radius, released privately), None to weigh every scenario the same."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     budget_facts(budget)  # a clear error for a non-budget
+    if typical is not None and not (np.isfinite(typical) and typical > 0):
+        raise ValueError(f"typical must be a number > 0 (the rows' median norm over the radius), got {typical!r}")
+    typical = None if typical is None else float(typical)
     if table is None:
-        return _advise_committed(task, int(n), int(d), budget, None if k is None else int(k))
-    return _advise(task, n, d, budget, k, table)
+        return _advise_committed(task, int(n), int(d), budget, None if k is None else int(k), typical)
+    return _advise(task, n, d, budget, k, table, typical)
+
+
+def releases_typical(task: str, n: int, d: int, budget, k: int | None = None, share: float = AUTO_SHARE) -> bool:
+    """Whether the estimators' auto releases the rows' median norm (``share`` of the budget), from public facts
+    only: where the measured choice depends on it and n is large enough to place a private median."""
+    return (quantile_possible(int(n), TYPICAL_QUANTILE, budget.scaled(share))
+            and depends_on_typical(task, n, d, budget, k))
+
+
+def depends_on_typical(task: str, n: int, d: int, budget, k: int | None = None,
+                       table: pd.DataFrame | None = None) -> bool:
+    """Whether the rows' typical norm can change auto's choice here (public: the table, n, d, k, budget):
+    only then does the estimator spend on releasing it."""
+    choices = {advise(task, n, d, budget, k, table, typical=t).mechanism for t in TYPICALS}
+    return len(choices | {advise(task, n, d, budget, k, table).mechanism}) > 1
 
 
 @lru_cache(maxsize=1024)
-def _advise_committed(task: str, n: int, d: int, budget, k: int | None) -> Advice:
-    return _advise(task, n, d, budget, k, load_table())
+def _advise_committed(task: str, n: int, d: int, budget, k: int | None, typical: float | None) -> Advice:
+    return _advise(task, n, d, budget, k, load_table(), typical)
 
 
-def _advise(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFrame) -> Advice:
+def _advise(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFrame,
+            typical: float | None = None) -> Advice:
     notion, value = budget_facts(budget)
     rows = table[(table.task == task) & (table.notion == notion)]
     if task == "pca":
@@ -113,6 +154,9 @@ def _advise(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFram
     asked = {"budget": value, "n": n, "d": d}
     distance = sum((np.log(rows[axis].to_numpy() / asked[axis]) / steps[axis]) ** 2 for axis in steps)
     weights = np.exp(-(distance - distance.min()) / (2 * SMOOTHING**2))  # the nearest cell weighs 1
+    if typical is not None:  # the scenarios whose rows' typical norm is near the data's
+        gap = (np.log(rows.typical.to_numpy() / typical) / TYPICAL_WIDTH) ** 2 / 2
+        weights = weights * np.exp(-(gap - gap.min()))
     smoothed = (pd.DataFrame({"mechanism": rows.mechanism.to_numpy(), "w": weights,
                               "ws": weights * rows.score.to_numpy()})
                 .groupby("mechanism")[["w", "ws"]].sum())
@@ -124,9 +168,11 @@ def _advise(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFram
     runner_up = f"; next {ranking[1][0]} ({ranking[1][1]:.2f})" if len(ranking) > 1 else ""
     asked_k = f", k = {k}" if task == "pca" else ""
     cell_k = f", k = {facts['k']}" if task == "pca" else ""
+    rows_like = "" if typical is None else f", rows' typical norm {typical:.2g} x the radius"
     reason = (f"{ranking[0][0]}: first ({ranking[0][1]:.2f} of the best) in the measured cells around "
-              f"n = {n}, d = {d}, {budget}{asked_k} (task {task}; nearest: n = {facts['n']}, d = {facts['d']}, "
-              f"{notion} {facts['budget']:g}{cell_k}){runner_up}")
+              f"n = {n}, d = {d}, {budget}{asked_k}{rows_like} (task {task}; nearest: n = {facts['n']}, "
+              f"d = {facts['d']}, {notion} {facts['budget']:g}{cell_k}){runner_up}")
+    facts["typical"] = typical
     return Advice(ranking[0][0], ranking, facts, reason)
 
 

@@ -16,6 +16,10 @@ Privacy, said explicitly by the caller:
 - ``centering``: "assume_centered" (the data are centred with public knowledge: Sigma = X^T X / n) or
   "private" (a private mean spends ``mean_share`` of the budget, the covariance the rest, by basic
   composition in one accountant; centred rows then lie in the 2r-ball). There is no default.
+- ``mechanism``: a registered name, or "auto" (the default): the measured best for the task, n, d, k and
+  the budget (dpcov/defaults.py). Where that choice depends on how tight the radius is for most rows and n
+  allows, auto first releases the rows' median norm (an SVT over the norm histogram, ``auto_share`` of the
+  budget, in the ledger) and weighs the measured scenarios by it; ``advice_`` says what it read.
 - ``budget``: ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta) for the whole fit; the mechanism runs at
   the largest budget of its own notion that implies its share (as ``release`` does). The spent
   budget and every sub-step are in ``budget_spent_`` and ``ledger_``.
@@ -30,13 +34,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from data.chunks import Rows, is_dask
 from mechanisms.mean import private_mean_of
-from mechanisms.norm_bound import norm_histogram, private_norm_bound_of
+from mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
 from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from mechanisms.problem import BandSums, clip_rows, row_norms
 from mechanisms.registry import check_options, get_mechanism, release
 from mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 
-from .defaults import advise
+from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical
 
 CENTERINGS = ("assume_centered", "private")
 TASKS = {"PrivateCovariance": "covariance", "PrivatePCA": "pca", "PrivateRidge": "ridge"}
@@ -93,7 +97,7 @@ class _PrivateFit:
     """The shared steps of every estimator's fit: check the declarations, choose the mechanism, bound the
     rows, centre, and release the covariance through one accountant."""
 
-    def _check_declarations(self, n: int, d: int, k: int | None = None):
+    def _check_declarations(self, n: int, d: int, k: int | None = None, typical: float | None = None):
         if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
             raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
         if self.radius is None:
@@ -112,14 +116,16 @@ class _PrivateFit:
                              f"or 'private' (a private mean spends mean_share of the budget), got {self.centering!r}")
         if self.centering == "private":
             _share("mean_share", self.mean_share)
-        if self._spent_before_release() >= 1:
-            raise ValueError(f"radius_share + mean_share must leave the covariance a share of the budget, got "
-                             f"{self._spent_before_release():g}")
+        if self.mechanism == "auto":
+            _share("auto_share", self.auto_share)
+        if self._spent_before_release(typical_released=True) >= 1:
+            raise ValueError(f"radius_share + mean_share (+ auto_share with mechanism='auto') must leave the "
+                             f"covariance a share of the budget, got {self._spent_before_release(True):g}")
         if self.mechanism == "auto":
             if self.mechanism_options:
                 raise ValueError("mechanism_options need a named mechanism: with mechanism='auto' the choice is "
                                  "the suite's, and so are its options")
-            self.advice_ = advise(TASKS[type(self).__name__], n, d, self.budget, k)
+            self.advice_ = advise(TASKS[type(self).__name__], n, d, self.budget, k, typical=typical)
             mechanism = get_mechanism(self.advice_.mechanism)
         else:
             mechanism = get_mechanism(self.mechanism)
@@ -149,16 +155,23 @@ class _PrivateFit:
             return rows
         return validate_data(self, X, dtype=np.float64)
 
-    def _spent_before_release(self) -> float:
+    def _spent_before_release(self, typical_released: bool = False) -> float:
         return (self.radius_share if self.radius == "private" else 0.0) + \
-            (self.mean_share if self.centering == "private" else 0.0)
+            (self.mean_share if self.centering == "private" else 0.0) + \
+            (self.auto_share if typical_released and self.mechanism == "auto" else 0.0)
 
-    def _bounded(self, rows: Rows, accountant: Accountant, rng: np.random.Generator) -> tuple[float, bool]:
+    def _releases_typical(self, n: int, d: int, k: int | None) -> bool:
+        """Whether mechanism="auto" releases the rows' median norm (auto_share of the budget): public facts."""
+        return self.mechanism == "auto" and releases_typical(TASKS[type(self).__name__], n, d, self.budget, k,
+                                                             self.auto_share)
+
+    def _bounded(self, rows: Rows, accountant: Accountant, rng: np.random.Generator,
+                 histogram: np.ndarray | None = None) -> tuple[float, bool]:
         """(the radius of the ball, whether rows are clipped to it): the public radius (rows outside it an
         error, or clipped with clip=True), or a private bound on the norms (radius_share of the budget),
-        rows clipped to it. One pass over the rows (their norms' histogram, or the rows outside)."""
+        rows clipped to it. One pass over the rows (their norms' histogram, unless given, or the rows outside)."""
         if self.radius == "private":
-            histogram = rows.reduce(_norm_histogram, np.add)
+            histogram = rows.reduce(_norm_histogram, np.add) if histogram is None else histogram
             return private_norm_bound_of(histogram, self.budget.scaled(self.radius_share), accountant, rng), True
         radius = float(self.radius)
         outside, largest = rows.reduce(_outside, _add_and_max, radius * (1 + 1e-12))
@@ -187,13 +200,19 @@ class _PrivateFit:
         rows = X if isinstance(X, Rows) else Rows(X)
         n, d = rows.n, rows.d
         mechanism = self._check_declarations(n, d, components)
-        top_k = components is not None and "components" in mechanism.option_names()
         rng = _generator(self.random_state)
         accountant = Accountant(self.budget)
-        radius, clipped = self._bounded(rows, accountant, rng)
+        typical = self._releases_typical(n, d, components)
+        histogram = rows.reduce(_norm_histogram, np.add) if typical else None  # one pass for both steps
+        radius, clipped = self._bounded(rows, accountant, rng, histogram)
+        if typical:  # auto's one fact from the data: the median norm over the radius, released (auto_share)
+            median = private_norm_quantile_of(histogram, TYPICAL_QUANTILE, self.budget.scaled(self.auto_share),
+                                              accountant, rng)
+            mechanism = self._check_declarations(n, d, components, typical=min(median, radius) / radius)
+        top_k = components is not None and "components" in mechanism.option_names()
         clip = radius if clipped else None
         centre, shift = np.zeros(d), None
-        cov_budget = self.budget.scaled(1 - self._spent_before_release())
+        cov_budget = self.budget.scaled(1 - self._spent_before_release(typical_released=typical))
         if self.centering == "private":
             total = rows.reduce(_clipped_sum, np.add, clip)
             centre = private_mean_of(total, n, radius, self.budget.scaled(self.mean_share), accountant, rng)
@@ -225,13 +244,14 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
     (the centre used), ``ledger_``, ``budget_spent_``, ``mechanism_``, ``n_features_in_``."""
 
     def __init__(self, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None, mean_share=0.1,
-                 radius_share=0.1, mechanism_options=None, clip=False, random_state=None):
+                 radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False, random_state=None):
         self.mechanism = mechanism
         self.budget = budget
         self.radius = radius
         self.centering = centering
         self.mean_share = mean_share
         self.radius_share = radius_share
+        self.auto_share = auto_share
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state
@@ -254,7 +274,8 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
     [0, r^2]), ``mean_``, ``n_components_``, ``ledger_``, ``budget_spent_``, ``mechanism_``."""
 
     def __init__(self, n_components=2, mechanism="auto", budget=PureDP(1.0), radius=None, centering=None,
-                 mean_share=0.1, radius_share=0.1, mechanism_options=None, clip=False, random_state=None):
+                 mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
+                 random_state=None):
         self.n_components = n_components
         self.mechanism = mechanism
         self.budget = budget
@@ -262,6 +283,7 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
         self.centering = centering
         self.mean_share = mean_share
         self.radius_share = radius_share
+        self.auto_share = auto_share
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state
@@ -311,7 +333,8 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
     ``mechanism_``, ``n_features_in_``."""
 
     def __init__(self, alpha=1.0, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
-                 mean_share=0.1, radius_share=0.1, mechanism_options=None, clip=False, random_state=None):
+                 mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
+                 random_state=None):
         self.alpha = alpha
         self.mechanism = mechanism
         self.budget = budget
@@ -319,6 +342,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         self.centering = centering
         self.mean_share = mean_share
         self.radius_share = radius_share
+        self.auto_share = auto_share
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state

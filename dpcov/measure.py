@@ -10,22 +10,32 @@ import time
 
 import numpy as np
 import pandas as pd
+from scipy import special
 from threadpoolctl import threadpool_limits
 
 from .defaults import SCENARIOS, budget_of, candidates
 from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_variance_ratio
 
 
-def scenario_rows(n: int, d: int, decay: float, fill: float, seed: int, ridge: bool = False):
+def scenario_rows(n: int, d: int, decay: float, fill: float, seed: int, ridge: bool = False,
+                  kind: str = "gaussian"):
     """Rows in the unit ball whose largest norm is ``fill``, eigenvalues ~ i^-decay along random directions
-    (not the axes: a release of nothing, whose eigenvectors are the axes, must not find them), a mean of
-    half the typical norm along a random direction; with ``ridge`` the last column is y = x w + noise."""
-    rng = np.random.default_rng([seed, n, d, int(100 * decay), int(100 * fill), ridge])
+    (not the axes: a release of nothing, whose eigenvectors are the axes, must not find them); with ``ridge``
+    the last column is y = x w + noise. kind="gaussian": a mean of half the typical norm along a random
+    direction. kind="nonnegative": each column of those rows mapped through its normal CDF into [0, 1], as
+    min-max scaled columns and pixel intensities are: a mean near the largest norm, norms bunched below it."""
+    if kind not in ("gaussian", "nonnegative"):
+        raise ValueError(f"kind must be 'gaussian' or 'nonnegative', got {kind!r}")
+    rng = np.random.default_rng([seed, n, d, int(100 * decay), int(100 * fill), ridge]
+                                + ([1] if kind == "nonnegative" else []))
     scales = np.arange(1, d + 1, dtype=float) ** (-decay / 2)
     rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
     Z = (rng.standard_normal((n, d)) * scales) @ rotation.T
     direction = rng.standard_normal(d)
-    Z += 0.5 * np.sqrt((scales**2).sum()) * direction / np.linalg.norm(direction)
+    if kind == "gaussian":
+        Z += 0.5 * np.sqrt((scales**2).sum()) * direction / np.linalg.norm(direction)
+    else:
+        Z = special.ndtr(Z / np.sqrt(((scales * rotation) ** 2).sum(axis=1)))  # column j's sd: |row j of R S|
     if ridge:
         w = rng.standard_normal(d - 1)
         Z[:, -1] = Z[:, :-1] @ w / np.sqrt(d - 1) + 0.1 * rng.standard_normal(n)
@@ -50,16 +60,25 @@ def score_fit(task: str, mechanism: str, budget, X: np.ndarray, y: np.ndarray | 
         return float(np.mean((model.predict(X) - y) ** 2)), model.mechanism_, seconds
 
 
+def typical_norm(rows: np.ndarray, radius: float = 1.0) -> float:
+    """The rows' median norm over the radius: how tight a public radius is for most rows (not only the
+    largest), the fact mechanism="auto" may estimate privately to weigh the scenarios (dpcov/defaults.py)."""
+    return float(np.median(np.linalg.norm(rows, axis=1)) / radius)
+
+
 def measure_cell(task: str, notion: str, value: float, n: int, d: int, k: int | None, trials: int,
                  seed: int = 0) -> pd.DataFrame:
-    """One cell of the table: every candidate's mean relative score over SCENARIOS x trials."""
+    """One cell of the table: every candidate's mean relative score per scenario (SCENARIOS) over trials,
+    with the scenario's typical norm."""
     budget = budget_of(notion, value)
     names = candidates(task, budget)
-    relative = {m: [] for m in names}
-    raw = {m: [] for m in names}
+    frames = []
     for s, scenario in enumerate(SCENARIOS):
-        rows = scenario_rows(n, d, scenario["decay"], scenario["fill"], seed, ridge=task == "ridge")
+        rows = scenario_rows(n, d, scenario["decay"], scenario["fill"], seed, ridge=task == "ridge",
+                             kind=scenario.get("kind", "gaussian"))
         X, y = (rows[:, :-1], rows[:, -1]) if task == "ridge" else (rows, None)
+        relative = {m: [] for m in names}
+        raw = {m: [] for m in names}
         for trial in range(trials):
             metric = {}
             for m in names:
@@ -74,9 +93,10 @@ def measure_cell(task: str, notion: str, value: float, n: int, d: int, k: int | 
                 rel = (v / best if best > 0 else 1.0) if task == "pca" else (best / v if v > 0 else 1.0)
                 relative[m].append(0.0 if math.isnan(v) else rel)
                 raw[m].append(v)
-    return pd.DataFrame({"task": task, "notion": notion, "budget": value, "n": n, "d": d,
-                         "k": k if task == "pca" else np.nan, "mechanism": names,
-                         "score": [float(np.mean(relative[m])) for m in names],
-                         "metric": [float(np.nanmean(raw[m])) if np.isfinite(raw[m]).any() else math.nan
-                                    for m in names],
-                         "trials": trials * len(SCENARIOS)})
+        frames.append(pd.DataFrame({
+            "task": task, "notion": notion, "budget": value, "n": n, "d": d, "k": k if task == "pca" else np.nan,
+            "scenario": s, "typical": typical_norm(rows), "mechanism": names,
+            "score": [float(np.mean(relative[m])) for m in names],
+            "metric": [float(np.nanmean(raw[m])) if np.isfinite(raw[m]).any() else math.nan for m in names],
+            "trials": trials}))
+    return pd.concat(frames, ignore_index=True)

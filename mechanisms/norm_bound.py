@@ -62,6 +62,39 @@ def private_norm_bound_of(histogram: np.ndarray, budget, accountant: Accountant,
                           beta: float = 0.1) -> float:
     """private_norm_bound from the rows' ``norm_histogram`` (summed over blocks): the same queries, the
     same answer."""
+    n, eps, limit = _walk_facts(histogram, budget, beta)
+    if limit > n / 4:  # public facts only (n, eps): refusing leaks nothing
+        raise ValueError(f"radius='private' needs n >= 4 x its threshold 6/eps log(2K/beta) + 1 = {limit:.0f} "
+                         f"rows at eps = {eps:.3g} (its share of the budget); with n = {n} the bound would "
+                         f"clip most rows or stop far above them. Give a public radius, or a larger radius_share "
+                         f"or budget (eps >= {6 * math.log(2 * STEPS / beta) / (n / 4 - 1):.3g})")
+    return _walk(histogram, limit, eps, accountant, rng, "norm bound: SVT")
+
+
+def quantile_possible(n: int, q: float, budget, beta: float = 0.1) -> bool:
+    """Whether private_norm_quantile_of can place the q-quantile of n norms (public facts: n, q, the budget):
+    the walk's noise margin, threshold(...), at most half of the rows on either side of it."""
+    return threshold(svt_eps(budget), beta) <= n * min(q, 1 - q) / 2
+
+
+def private_norm_quantile_of(histogram: np.ndarray, q: float, budget, accountant: Accountant,
+                             rng: np.random.Generator, *, beta: float = 0.1) -> float:
+    """A grid radius with about a fraction ``q`` of the rows' norms at or below it, from their
+    ``norm_histogram``: the same walk as the bound with the threshold (1 - q) n (n is public), so it stops
+    at the first radius with more than about (1 - q) n rows above it and returns the radius before; within
+    about threshold(...) rows of the quantile w.p. 1 - beta. An eps-DP step of ``budget``'s eps. Refuses
+    (ValueError) where ``quantile_possible`` says no."""
+    n, eps, _ = _walk_facts(histogram, budget, beta)
+    if not 0 < q < 1:
+        raise ValueError(f"q must lie in (0, 1), got {q!r}")
+    if not quantile_possible(n, q, budget, beta):  # public facts only
+        raise ValueError(f"a private {q:g}-quantile of {n} norms at eps = {eps:.3g} needs its threshold "
+                         f"{threshold(eps, beta):.0f} <= n min(q, 1 - q) / 2")
+    return _walk(histogram, (1 - q) * n, eps, accountant, rng, f"norm {q:g}-quantile: SVT")
+
+
+def _walk_facts(histogram: np.ndarray, budget, beta: float) -> tuple[int, float, float]:
+    """(n, the walk's eps, Dong's threshold) after checking the histogram and beta."""
     histogram = np.asarray(histogram)
     n = int(histogram.sum())
     if histogram.shape != (STEPS + 1,) or n < 1:
@@ -69,20 +102,18 @@ def private_norm_bound_of(histogram: np.ndarray, budget, accountant: Accountant,
     if not 0 < beta < 1:
         raise ValueError(f"beta must lie in (0, 1), got {beta!r}")
     eps = svt_eps(budget)
-    limit = threshold(eps, beta)
-    if limit > n / 4:  # public facts only (n, eps): refusing leaks nothing
-        raise ValueError(f"radius='private' needs n >= 4 x its threshold 6/eps log(2K/beta) + 1 = {limit:.0f} "
-                         f"rows at eps = {eps:.3g} (its share of the budget); with n = {n} the bound would "
-                         f"clip most rows or stop far above them. Give a public radius, or a larger radius_share "
-                         f"or budget (eps >= {6 * math.log(2 * STEPS / beta) / (n / 4 - 1):.3g})")
-    above = np.cumsum(histogram)[:-1]  # above[idx] = #{||x|| > R_(idx+1)}: the cells 0..idx
+    return n, eps, threshold(eps, beta)
+
+
+def _walk(histogram: np.ndarray, limit: float, eps: float, accountant: Accountant, rng: np.random.Generator,
+          what: str) -> float:
+    """The grid radius before the first noisy crossing of ``limit`` by the counts of rows above R_k (SVT)."""
+    above = np.cumsum(np.asarray(histogram))[:-1]  # above[idx] = #{||x|| > R_(idx+1)}: the cells 0..idx
 
     def rows_above(idx):  # query idx+1: #{||x|| > R_(idx+1)}
         return above[idx]
 
     # an eps-DP step (eps-DP implies eps^2/2-zCDP, and (eps, 0)-DP): the accountant charges it as such
-    k = above_threshold(rows_above, STEPS, limit, eps, accountant, rng,
-                        "norm bound: SVT")
+    k = above_threshold(rows_above, STEPS, limit, eps, accountant, rng, what)
     radii = grid()
     return float(radii[k - 2]) if k >= 2 else float(np.exp2(TOP_EXPONENT))  # the radius before the crossing
-

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 
 import dpcov
-from dpcov import defaults
-from mechanisms.norm_bound import STEPS, grid, private_norm_bound, threshold
+from dpcov import defaults, estimators
+import pandas as pd
+
+from mechanisms.norm_bound import (STEPS, grid, norm_histogram, private_norm_bound, private_norm_quantile_of,
+                                quantile_possible, threshold)
 from mechanisms.privacy import Accountant
 from mechanisms.registry import get_mechanism
 
@@ -156,13 +159,19 @@ def test_every_estimator_accepts_every_notion_with_auto(budget):
         assert est.budget_spent_ == budget or est.budget_spent_ == dpcov.PureDP(budget.eps)
 
 
-def test_auto_reads_public_facts_only():
-    """Two datasets of the same shape and budget get the same choice, whatever their content."""
+def test_auto_reads_the_data_only_through_the_released_median(monkeypatch):
+    """Two datasets of the same shape and budget get the same choice, whatever their content, once the one
+    fact auto releases from the data (the rows' median norm) is the same; with no release, always."""
     a = _rows(n=4000, scale=0.9, seed=5)
     b = np.random.default_rng(6).uniform(-0.1, 0.1, (4000, 6))
-    fits = [dpcov.PrivatePCA(3, budget=dpcov.PureDP(2.0), radius=1.0, centering="private", random_state=1).fit(X)
-            for X in (a, b)]
-    assert fits[0].mechanism_ == fits[1].mechanism_ and fits[0].advice_ == fits[1].advice_
+    monkeypatch.setattr(estimators, "private_norm_quantile_of", lambda histogram, q, budget, accountant, rng:
+                        accountant.spend(budget, "norm 0.5-quantile: SVT") and 0.5)
+    for depends in (True, False):
+        monkeypatch.setattr(defaults, "depends_on_typical", lambda *args, **kwargs: depends)
+        fits = [dpcov.PrivatePCA(3, budget=dpcov.PureDP(2.0), radius=1.0, centering="private", random_state=1).fit(X)
+                for X in (a, b)]
+        assert fits[0].mechanism_ == fits[1].mechanism_ and fits[0].advice_ == fits[1].advice_
+        assert fits[0].advice_.cell["typical"] == (0.5 if depends else None)
     assert dpcov.PrivatePCA(budget=dpcov.PureDP(1)).get_params()["mechanism"] == "auto"
     with pytest.raises(ValueError, match="mechanism_options need a named mechanism"):
         dpcov.PrivateCovariance(radius=1.0, centering="private", mechanism_options={"beta": 0.2}).fit(a)
@@ -178,7 +187,9 @@ def test_the_table_covers_its_grid_with_mechanisms_that_meet_each_notion():
         assert part.score.between(0, 1).all()
     pure = defaults.advise("pca", 60000, 49, dpcov.PureDP(1.0), 5)
     assert get_mechanism(pure.mechanism).notion is dpcov.PureDP
-    assert pure.cell == {"task": "pca", "notion": "pure", "budget": 1.0, "n": 30000, "d": 32, "k": 5}
+    assert pure.cell == {"task": "pca", "notion": "pure", "budget": 1.0, "n": 30000, "d": 32, "k": 5,
+                         "typical": None}
+    assert set(table.scenario) == set(range(len(defaults.SCENARIOS))) and table.typical.between(0, 1).all()
     with pytest.raises(ValueError, match="task must be one of"):
         defaults.advise("svd", 10, 2, dpcov.ZCDP(1))
 
@@ -216,3 +227,72 @@ def test_the_audit_catches_a_radius_read_from_the_data_and_passes_the_private_on
     honest = audit("dpcov.audited:covariance_zcdp", dpcov.ZCDP(0.5), pairs=[PairSpec("sphere", 10000)], runs=150,
                    confirmations=1, seed=3, n_jobs=1)
     assert not honest.exceeded, honest.describe()
+
+
+# --- auto's one fact from the data: the rows' typical norm ----------------------------------------------
+
+@pytest.mark.parametrize("q", [0.25, 0.5, 0.9])
+def test_norm_quantile_lands_near_its_quantile_and_spends_its_budget(q):
+    norms = np.random.default_rng(3).gamma(2.0, size=20000) * 0.01
+    histogram, eps = norm_histogram(norms), 0.5
+    slack = 2 * threshold(eps, 0.1) / len(norms)  # rows: twice the walk's noise margin
+    for seed in range(30):
+        accountant = Accountant(dpcov.PureDP(eps))
+        radius = private_norm_quantile_of(histogram, q, dpcov.PureDP(eps), accountant, np.random.default_rng(seed))
+        assert accountant.ledger == [(f"norm {q:g}-quantile: SVT", dpcov.PureDP(eps))]
+        assert radius in grid()
+        assert np.mean(norms <= radius) >= q - slack  # at or above the quantile ...
+        assert np.mean(norms <= radius / 2 ** 0.25) <= q + slack  # ... by at most one grid step
+
+
+def test_norm_quantile_refuses_what_public_facts_say_it_cannot_place():
+    assert quantile_possible(20000, 0.5, dpcov.PureDP(0.5)) and not quantile_possible(300, 0.5, dpcov.PureDP(0.5))
+    with pytest.raises(ValueError, match="needs its threshold"):
+        private_norm_quantile_of(norm_histogram(np.ones(300)), 0.5, dpcov.PureDP(0.5),
+                                 Accountant(dpcov.PureDP(0.5)), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="q must lie in"):
+        private_norm_quantile_of(norm_histogram(np.ones(300)), 1.0, dpcov.PureDP(0.5),
+                                 Accountant(dpcov.PureDP(0.5)), np.random.default_rng(0))
+
+
+def _two_scenarios() -> pd.DataFrame:
+    """One cell, two scenarios: a loose radius (typical 0.2) where 'a' wins, a tight one (0.9) where 'b' does."""
+    cell = {"task": "pca", "notion": "pure", "budget": 1.0, "n": 3000, "d": 8, "k": 5, "metric": 0.5, "trials": 3}
+    return pd.DataFrame([{**cell, "scenario": s, "typical": t, "mechanism": m, "score": v}
+                         for s, t, scores in [(0, 0.2, {"a": 1.0, "b": 0.5}), (1, 0.9, {"a": 0.6, "b": 1.0})]
+                         for m, v in scores.items()])
+
+
+def test_auto_weighs_the_scenarios_by_the_typical_norm():
+    table, budget = _two_scenarios(), dpcov.PureDP(1.0)
+    even = defaults.advise("pca", 3000, 8, budget, 5, table)
+    assert even.mechanism == "a" and dict(even.ranking) == {"a": 0.8, "b": 0.75}  # every scenario weighs the same
+    assert defaults.advise("pca", 3000, 8, budget, 5, table, typical=0.2).mechanism == "a"
+    tight = defaults.advise("pca", 3000, 8, budget, 5, table, typical=0.85)
+    assert tight.mechanism == "b" and tight.cell["typical"] == 0.85 and "typical norm 0.85" in str(tight)
+    assert defaults.depends_on_typical("pca", 3000, 8, budget, 5, table)
+    agreeing = table.assign(score=np.where(table.mechanism == "a", 1.0, 0.5))
+    assert not defaults.depends_on_typical("pca", 3000, 8, budget, 5, agreeing)
+    with pytest.raises(ValueError, match="typical must be a number > 0"):
+        defaults.advise("pca", 3000, 8, budget, 5, table, typical=0.0)
+
+
+def test_auto_releases_the_typical_norm_only_where_it_matters_and_can(monkeypatch):
+    X = _rows(n=20000, d=8, scale=0.9, mean=0.3)
+    budget = dpcov.PureDP(4.0)
+    step = "norm 0.5-quantile: SVT"
+    monkeypatch.setattr(defaults, "depends_on_typical", lambda *args, **kwargs: True)
+    fit = dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", random_state=0).fit(X)
+    assert (step, dpcov.PureDP(0.2)) in fit.ledger_ and fit.budget_spent_ == budget  # auto_share = 0.05
+    median = np.median(np.linalg.norm(X, axis=1))
+    assert median <= fit.advice_.cell["typical"] <= median * 2 ** 0.25 * 1.2  # the released median / radius 1
+    named = dpcov.PrivatePCA(3, mechanism="lap", budget=budget, radius=1.0, centering="private", random_state=0).fit(X)
+    few = dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", random_state=0).fit(X[:300])
+    assert step not in [w for w, _ in named.ledger_ + few.ledger_] and few.advice_.cell["typical"] is None
+    assert named.budget_spent_ == few.budget_spent_ == budget
+    monkeypatch.setattr(defaults, "depends_on_typical", lambda *args, **kwargs: False)
+    fit = dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", random_state=0).fit(X)
+    assert step not in [w for w, _ in fit.ledger_] and fit.budget_spent_ == budget
+    for shares in ({"auto_share": 1.5}, {"auto_share": 0.5, "mean_share": 0.5}):
+        with pytest.raises(ValueError, match="auto_share"):
+            dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", **shares).fit(X)
