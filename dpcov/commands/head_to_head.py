@@ -38,6 +38,7 @@ from scipy.special import i0e, i1e
 import dpcov
 from dpcov.defaults import candidates
 from dpcov.measure import score_fit
+from data.files import DataFile, locate
 from data.mnist import mnist
 from data.uci import TARGETS, uci
 from figures.style import style_for
@@ -49,6 +50,11 @@ ROOT = project_root()
 OUT = ROOT / "results" / "head_to_head"
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 16.0)
 COMPONENTS = {"wine": 3, "adult": 5, "mnist49": 5, "digits": 5, "cancer": 5}
+# sets no default was designed on (scripts/defaults.py pca --held-out): the defaults' out-of-sample check
+HELD_OUT_COMPONENTS = {"airfoil": 2, "wine_quality": 3, "diabetes": 3, "iris": 2}
+WINE_QUALITY = tuple(DataFile("wine_quality", f"winequality-{colour}.csv", None,
+                              how_to_get="UCI Wine Quality: https://archive.ics.uci.edu/dataset/186/wine+quality")
+                     for colour in ("red", "white"))
 DEFAULT = "dpcov default"  # every parameter but the budget, radius=1.0 and centering="private" left alone
 BEST = "dpcov best"  # per cell, the registered mechanism with the best mean through the same estimator
 PEERS_PCA = {"diffprivlib PCA": "diffprivlib_pca", "OpenDP PCA": "opendp_pca"}
@@ -66,13 +72,19 @@ def pca_data(name: str, data_dir=None) -> np.ndarray:
     """Rows in the unit ball by public scalings: MNIST pooled 4 x 4 times 4; scikit-learn's digits (pixels
     <= 16) over 16 sqrt(64); breast cancer and the UCI sets min-max scaled (the loaders' rule, which reads
     the columns' ranges) into the ball."""
-    from sklearn.datasets import load_breast_cancer, load_digits
+    from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris
     from sklearn.preprocessing import MinMaxScaler
 
     if name == "digits":
         return load_digits().data / 128.0
     if name == "cancer":
         return MinMaxScaler().fit_transform(load_breast_cancer().data) / np.sqrt(30)
+    if name in ("diabetes", "iris", "wine_quality"):  # min-max columns over sqrt(d): rows in the unit ball
+        if name == "wine_quality":
+            data = np.vstack([np.loadtxt(locate(f, data_dir), delimiter=";", skiprows=1) for f in WINE_QUALITY])
+        else:
+            data = {"diabetes": load_diabetes, "iris": load_iris}[name]().data
+        return MinMaxScaler().fit_transform(data) / np.sqrt(data.shape[1])
     if name == "mnist49":
         X = mnist(0, -1, np.random.default_rng(0), data_dir).X  # all 60000 rows, pixels / (255 * 28): ||x|| <= 1
         pooled = X.reshape(len(X), 7, 4, 7, 4).mean(axis=(2, 4)).reshape(len(X), 49)
@@ -382,10 +394,13 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="wine only, 2 trials, 2000 draws (a smoke run)")
     parser.add_argument("--redraw", action="store_true", help="only rewrite table.md and the figure from the CSVs")
     parser.add_argument("--keep-samplers", action="store_true", help="reuse the committed samplers.csv")
+    parser.add_argument("--keep-peers", action="store_true",
+                        help="measure dpcov's rows again and keep the peers' rows of the committed CSVs (for a change "
+                             "on dpcov's side only: the peers' code, data and seeds are the same)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
-    python = None if args.no_peers else args.peers_python
+    python = None if args.no_peers or args.keep_peers else args.peers_python
     if python is not None and not Path(python).exists():
         parser.error(f"--peers-python {python}: no such interpreter")
     pca_sets, reg_sets, trials, draws = (["wine"], ["wine"], 2, 2000) if args.quick else \
@@ -406,6 +421,11 @@ def main(argv=None) -> None:
     frames = {"pca": measure_pca(pca_sets, EPSILONS, trials, python, args.timeout, args.data_dir),
               "covariance": measure_covariance(pca_sets, EPSILONS, trials, args.data_dir),
               "regression": measure_regression(reg_sets, EPSILONS, trials, python, args.timeout, args.data_dir)}
+    if args.keep_peers:
+        for kind in ("pca", "regression"):
+            kept = read(kind)
+            kept = kept[~kept.method.str.startswith("dpcov")]
+            frames[kind] = pd.concat([frames[kind][frames[kind].method.str.startswith("dpcov")], kept], ignore_index=True)
     for name, frame in (*frames.items(), ("samplers", samplers)):
         frame.to_csv(out / f"{name}.csv", index=False)
     (out / "table.md").write_text(table(frames, samplers))
