@@ -207,11 +207,13 @@ def test_the_estimator_path_audit_plugins_charge_what_the_fit_spent():
 
     pair = PairSpec("sphere", 10000, 2).build()
     for name, budget in [("covariance_zcdp", dpcov.ZCDP(0.5)), ("covariance_pure", dpcov.PureDP(1.0)),
-                         ("covariance_approx", dpcov.ApproxDP(1.0, 1e-5)), ("pca_pure", dpcov.PureDP(1.0))]:
+                         ("covariance_approx", dpcov.ApproxDP(1.0, 1e-5)), ("pca_pure", dpcov.PureDP(1.0)),
+                         ("pca_approx", dpcov.ApproxDP(1.0, 1e-5))]:
         out, accountant = dpcov.release(f"dpcov.audited:{name}", pair.problems[0], budget,
                                         np.random.default_rng(0))
         assert out.shape == (2, 2) and accountant.fully_spent() or isinstance(budget, dpcov.ApproxDP)
         assert accountant.ledger[0][0].startswith("dpcov estimator (")
+    assert defaults.releases_typical("pca", 10000, 2, dpcov.ApproxDP(1.0, 1e-5), 1)  # pca_approx audits the median
 
 
 def test_the_audit_catches_a_radius_read_from_the_data_and_passes_the_private_one(monkeypatch):
@@ -296,3 +298,25 @@ def test_auto_releases_the_typical_norm_only_where_it_matters_and_can(monkeypatc
     for shares in ({"auto_share": 1.5}, {"auto_share": 0.5, "mean_share": 0.5}):
         with pytest.raises(ValueError, match="auto_share"):
             dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", **shares).fit(X)
+
+
+def test_norm_quantile_is_eps_dp_on_a_neighbouring_pair():
+    """One row moved across the median (norm 1 -> 0.5): every outcome's frequency on D within e^eps of its
+    frequency on D' (and back), up to sampling error, over 6000 walks each."""
+    eps, runs = 1.0, 6000
+    norms = np.r_[np.full(500, 0.5), np.full(500, 1.0)]
+    moved = norms.copy()
+    moved[-1] = 0.5
+
+    def outcomes(values, seed):
+        histogram, rng = norm_histogram(values), np.random.default_rng(seed)
+        return pd.Series([private_norm_quantile_of(histogram, 0.5, dpcov.PureDP(eps), Accountant(dpcov.PureDP(eps)),
+                                                   rng) for _ in range(runs)]).value_counts()
+
+    p, q = outcomes(norms, 1), outcomes(moved, 2)
+    both = p.index.intersection(q.index)
+    assert len(both) >= 2  # the walk's randomness is real: several radii come out
+    for radius in both:
+        if min(p[radius], q[radius]) >= 200:  # enough runs for a ratio (relative sd below 10 %)
+            ratio = p[radius] / q[radius]
+            assert np.exp(-eps) / 1.35 <= ratio <= np.exp(eps) * 1.35, (radius, p[radius], q[radius])
