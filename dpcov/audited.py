@@ -64,7 +64,8 @@ def pca_pure(problem, accountant, rng):
 
 
 # Under (eps, delta) at n = 10000 and d = 2 or 3, auto's choice for a PCA turns on the rows' median norm
-# (dpcov/defaults.py releases_typical, at (1, 1e-5) and (3, 1e-5)): this line audits that release too.
+# (dpcov/defaults.py releases_typical, at (3, 1e-5) and (3, 0.1), the audit sweep's third budget): this line
+# audits that release too.
 @register_mechanism(notion="approx", label="PrivatePCA (auto, private radius, k = 1)", audit=AUDIT,
                     needs=("raw rows",))
 def pca_approx(problem, accountant, rng):
