@@ -352,11 +352,14 @@ def _finite_blocks(file: Path, names: list[str], blocks):
     """The blocks, after checking the whole table holds no NaN/inf (counted over every block)."""
     bad_rows, first, offset = 0, None, 0
     for X in blocks:
-        if not bad_rows and np.isfinite(np.add.reduce(X, axis=None)):  # one sum of the block: no NaN/inf in it
+        with np.errstate(over="ignore", invalid="ignore"):  # sums of large finite values may overflow: checked below
+            clean = not bad_rows and np.isfinite(np.add.reduce(X, axis=None))  # one sum of the block: no NaN/inf
+            row_sums = None if clean else X.sum(axis=1)
+        if clean:
             yield X
             offset += len(X)
             continue
-        suspect = np.flatnonzero(~np.isfinite(X.sum(axis=1)))  # NaN/inf make the row sum non-finite
+        suspect = np.flatnonzero(~np.isfinite(row_sums))  # NaN/inf make the row sum non-finite
         bad = ~np.isfinite(X[suspect])  # (a sum that overflowed has no bad cell)
         if bad.any():
             bad_rows += int(bad.any(axis=1).sum())

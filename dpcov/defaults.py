@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.advisor import candidates as runnable
-from mechanisms.norm_bound import quantile_possible
+from mechanisms.norm_bound import RATIO_EXPONENT, grid, quantile_possible
 from mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
 from mechanisms.registry import get_mechanism
 
@@ -124,10 +124,23 @@ def advise(task: str, n: int, d: int, budget, k: int | None = None, table: pd.Da
     return _advise(task, n, d, budget, k, table, typical)
 
 
+def typical_of_release(released: float, radius: float) -> float:
+    """The typical norm auto reads from a released median (a grid radius at or above the median, up to one
+    2^(1/4) step and the walk's noise): moved to the middle of its grid step, over the radius, at most 1."""
+    return min(released * 2.0 ** (-RATIO_EXPONENT / 2), radius) / radius
+
+
+def typical_stand_in(median: float, radius: float) -> float:
+    """What typical_of_release gives, without the walk's noise, for rows whose exact median norm is ``median``
+    (scripts/defaults.py agreement: the committed targets' rows, read exactly)."""
+    radii = grid()
+    return typical_of_release(float(radii[radii >= median].min()), radius)
+
+
 def releases_typical(task: str, n: int, d: int, budget, k: int | None = None, share: float = AUTO_SHARE) -> bool:
-    """Whether the estimators' auto releases the rows' median norm (``share`` of the budget), from public facts
-    only: where the measured choice depends on it and n is large enough to place a private median."""
-    return (quantile_possible(int(n), TYPICAL_QUANTILE, budget.scaled(share))
+    """Whether the estimators' auto releases the rows' median norm (``share`` of the budget, 0: never), from
+    public facts only: where the measured choice depends on it and n is large enough to place a private median."""
+    return (share > 0 and quantile_possible(int(n), TYPICAL_QUANTILE, budget.scaled(share))
             and depends_on_typical(task, n, d, budget, k))
 
 
@@ -135,6 +148,17 @@ def depends_on_typical(task: str, n: int, d: int, budget, k: int | None = None,
                        table: pd.DataFrame | None = None) -> bool:
     """Whether the rows' typical norm can change auto's choice here (public: the table, n, d, k, budget):
     only then does the estimator spend on releasing it."""
+    if table is None:
+        return _depends_committed(task, int(n), int(d), budget, None if k is None else int(k))
+    return _depends(task, n, d, budget, k, table)
+
+
+@lru_cache(maxsize=1024)
+def _depends_committed(task: str, n: int, d: int, budget, k: int | None) -> bool:
+    return _depends(task, n, d, budget, k, None)
+
+
+def _depends(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFrame | None) -> bool:
     choices = {advise(task, n, d, budget, k, table, typical=t).mechanism for t in TYPICALS}
     return len(choices | {advise(task, n, d, budget, k, table).mechanism}) > 1
 
@@ -157,9 +181,10 @@ def _advise(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFram
     asked = {"budget": value, "n": n, "d": d}
     distance = sum((np.log(rows[axis].to_numpy() / asked[axis]) / steps[axis]) ** 2 for axis in steps)
     weights = np.exp(-(distance - distance.min()) / (2 * SMOOTHING**2))  # the nearest cell weighs 1
-    if typical is not None:  # the scenarios whose rows' typical norm is near the data's
-        gap = (np.log(rows.typical.to_numpy() / typical) / TYPICAL_WIDTH) ** 2 / 2
-        weights = weights * np.exp(-(gap - gap.min()))
+    if typical is not None:  # within each cell, the scenarios whose rows' typical norm is near the data's
+        gap = pd.Series((np.log(rows.typical.to_numpy() / typical) / TYPICAL_WIDTH) ** 2 / 2, index=rows.index)
+        nearest_in_cell = gap.groupby([rows.budget, rows.n, rows.d]).transform("min")  # its nearest weighs 1:
+        weights = weights * np.exp(-(gap - nearest_in_cell)).to_numpy()  # the cells keep their own kernel
     smoothed = (pd.DataFrame({"mechanism": rows.mechanism.to_numpy(), "w": weights,
                               "ws": weights * rows.score.to_numpy()})
                 .groupby("mechanism")[["w", "ws"]].sum())

@@ -19,7 +19,8 @@ Privacy, said explicitly by the caller:
 - ``mechanism``: a registered name, or "auto" (the default): the measured best for the task, n, d, k and
   the budget (dpcov/defaults.py). Where that choice depends on how tight the radius is for most rows and n
   allows, auto first releases the rows' median norm (an SVT over the norm histogram, ``auto_share`` of the
-  budget, in the ledger) and weighs the measured scenarios by it; ``advice_`` says what it read.
+  budget, in the ledger; auto_share=0: never) and weighs the measured scenarios by it; ``advice_`` says what
+  it read.
 - ``budget``: ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta) for the whole fit; the mechanism runs at
   the largest budget of its own notion that implies its share (as ``release`` does). The spent
   budget and every sub-step are in ``budget_spent_`` and ``ledger_``.
@@ -40,7 +41,7 @@ from mechanisms.problem import BandSums, clip_rows, row_norms
 from mechanisms.registry import check_options, get_mechanism, release
 from mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 
-from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical
+from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical, typical_of_release
 
 CENTERINGS = ("assume_centered", "private")
 TASKS = {"PrivateCovariance": "covariance", "PrivatePCA": "pca", "PrivateRidge": "ridge"}
@@ -116,11 +117,12 @@ class _PrivateFit:
                              f"or 'private' (a private mean spends mean_share of the budget), got {self.centering!r}")
         if self.centering == "private":
             _share("mean_share", self.mean_share)
-        if self.mechanism == "auto":
+        if self.mechanism == "auto" and self.auto_share != 0:  # 0: never release the median (public facts only)
             _share("auto_share", self.auto_share)
-        if self._spent_before_release(typical_released=True) >= 1:
-            raise ValueError(f"radius_share + mean_share (+ auto_share with mechanism='auto') must leave the "
-                             f"covariance a share of the budget, got {self._spent_before_release(True):g}")
+        spent = self._spent_before_release(typical_released=self._releases_typical(n, d, k))
+        if spent >= 1:
+            raise ValueError(f"radius_share + mean_share (+ auto_share where mechanism='auto' releases the median "
+                             f"norm) must leave the covariance a share of the budget, got {spent:g}")
         if self.mechanism == "auto":
             if self.mechanism_options:
                 raise ValueError("mechanism_options need a named mechanism: with mechanism='auto' the choice is "
@@ -208,7 +210,7 @@ class _PrivateFit:
         if typical:  # auto's one fact from the data: the median norm over the radius, released (auto_share)
             median = private_norm_quantile_of(histogram, TYPICAL_QUANTILE, self.budget.scaled(self.auto_share),
                                               accountant, rng)
-            mechanism = self._check_declarations(n, d, components, typical=min(median, radius) / radius)
+            mechanism = self._check_declarations(n, d, components, typical=typical_of_release(median, radius))
         top_k = components is not None and "components" in mechanism.option_names()
         clip = radius if clipped else None
         centre, shift = np.zeros(d), None

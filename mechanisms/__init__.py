@@ -12,6 +12,10 @@ _HOMES = {"Bound": "predictions", "Facts": "predictions", "Prediction": "predict
 __all__ = list(_HOMES)
 
 
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
+
+
 def __getattr__(name: str):
     if name not in _HOMES:
         raise AttributeError(f"module 'mechanisms' has no attribute {name!r}")

@@ -162,9 +162,9 @@ HELD_OUT = (("dong2022/fig4", "covariance", "err_fro_mean"), ("dong2022/fig6", "
 
 
 def target_typicals(target: str) -> dict[tuple, float]:
-    """Each data point's median row norm over its radius (keyed by the spectrum's data parameters, as strings):
-    what auto's private median estimates, read exactly here (at these n the release is within a grid step and
-    the walk's noise of it). Loads each point's data once."""
+    """Each data point's typical norm as auto would read it from its released median (keyed by the spectrum's
+    data parameters, as strings): the exact median rounded up to the walk's grid and moved to the middle of its
+    step (defaults.typical_stand_in), without the walk's noise. Loads each point's data once."""
     experiment = experiment_of(next(t for t in TARGETS if t.out == target), n_jobs=1)
     dataset = get_dataset(experiment.dataset)
     keys = [c for c in pd.read_csv(ROOT / "results" / target / "spectrum.csv").columns
@@ -177,7 +177,7 @@ def target_typicals(target: str) -> dict[tuple, float]:
             continue
         data = dataset.load(params, generator(experiment.seed, "data", dataset.name, *params_key(params)),
                             experiment.data_dir)
-        typicals[key] = measure.typical_norm(data.X, data.radius)
+        typicals[key] = defaults.typical_stand_in(measure.typical_norm(data.X), data.radius)
     return typicals
 
 

@@ -395,11 +395,15 @@ def main(argv=None) -> None:
     parser.add_argument("--redraw", action="store_true", help="only rewrite table.md and the figure from the CSVs")
     parser.add_argument("--keep-samplers", action="store_true", help="reuse the committed samplers.csv")
     parser.add_argument("--keep-peers", action="store_true",
-                        help="measure dpcov's rows again and keep the peers' rows of the committed CSVs (for a change "
-                             "on dpcov's side only: the peers' code, data and seeds are the same)")
+                        help="measure dpcov's rows again and keep the peers' rows (and the samplers' check) of the "
+                             "committed CSVs: for a change on dpcov's side only (the peers' code, data and seeds are "
+                             "the same)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
+    if args.keep_peers and args.quick:
+        parser.error("--keep-peers keeps the committed full-size run's peer rows; --quick measures another grid")
+    args.keep_samplers = args.keep_samplers or args.keep_peers  # the samplers' check is the peers' too
     python = None if args.no_peers or args.keep_peers else args.peers_python
     if python is not None and not Path(python).exists():
         parser.error(f"--peers-python {python}: no such interpreter")
