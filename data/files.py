@@ -77,6 +77,31 @@ def sha256sum(path: Path) -> str:
     return digest.hexdigest()
 
 
+def file_digest(path: Path) -> str:
+    """sha256sum(path), kept in the cache directory per (resolved path, size, modification time in ns, inode):
+    a table of many GB is read for its digest once, not on every run, until it changes. The cache only saves
+    time: one that cannot be read or written is skipped."""
+    stat = path.stat()
+    key = json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino])
+    entry = cache_dir() / "digests" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    try:
+        stored = json.loads(entry.read_text())
+        if stored["key"] == key:
+            return stored["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    digest = sha256sum(path)
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".json")
+        with os.fdopen(fd, "w") as out:
+            json.dump({"key": key, "sha256": digest}, out)
+        os.replace(tmp, entry)
+    except OSError:
+        pass
+    return digest
+
+
 def verify(path: Path, file: DataFile) -> Path:
     if file.sha256 is None:  # no published checksum: accept; the loader records sha256sum(path)
         return path

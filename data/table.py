@@ -44,7 +44,7 @@ import numpy as np
 
 from mechanisms.problem import BandSums, clip_rows, row_norms
 
-from .files import REPO_ROOT, DataFileError, data_dirs, sha256sum
+from .files import REPO_ROOT, DataFileError, data_dirs, file_digest
 from .registry_types import Data
 
 BLOCK_BYTES = 16 << 20  # one block of float64 rows: about this many bytes (below glibc's mmap threshold: no page faults per block)
@@ -462,7 +462,7 @@ def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = 
     """``table`` on a found file, a block at a time: memory holds one block (about ``block_bytes``) and
     O(bands d^2) sums, whatever the file's size."""
     with ThreadPoolExecutor(1) as pool:
-        digest = pool.submit(sha256sum, file)  # beside the sums: hashing releases the GIL
+        digest = pool.submit(file_digest, file)  # beside the sums (hashing releases the GIL); once per file version
         names, blocks, bounded, info = table_blocks(file, columns, standardize, bound, block_bytes)
         sums = summed(blocks, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound), bounded)
     info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": info["clipped_fraction"],

@@ -1,4 +1,6 @@
 """Dataset ``table`` (data/table.py): a user's CSV/TSV/Parquet/.npy file as rows in a ball."""
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -238,3 +240,22 @@ def test_csv_and_npy_tables_need_no_pyarrow(tmp_path, frame, monkeypatch):
     numeric.to_csv(tmp_path / "t.csv", index=False)
     np.save(tmp_path / "t.npy", numeric.to_numpy())
     assert load(tmp_path / "t.csv", bound=3.0).statistics.n == load(tmp_path / "t.npy", bound=3.0).statistics.n == 300
+
+
+def test_the_file_digest_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
+    from data import files
+
+    monkeypatch.setenv("DPCOV_CACHE", str(tmp_path / "cache"))
+    table_file = tmp_path / "t.csv"
+    table_file.write_text("a,b\n1,2\n")
+    real, calls = files.sha256sum, []
+    monkeypatch.setattr(files, "sha256sum", lambda path: calls.append(path) or real(path))
+    first = files.file_digest(table_file)
+    assert files.file_digest(table_file) == first == real(table_file) and len(calls) == 1  # the second: cached
+    table_file.write_text("a,b\n1,3\n")  # same size, new content
+    stat = table_file.stat()
+    os.utime(table_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # (a clock that did not tick)
+    assert files.file_digest(table_file) == real(table_file) != first and len(calls) == 2
+    (tmp_path / "not_a_directory").write_text("")
+    monkeypatch.setenv("DPCOV_CACHE", str(tmp_path / "not_a_directory"))  # an unusable cache only costs time
+    assert files.file_digest(table_file) == real(table_file) and len(calls) == 3
