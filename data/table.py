@@ -377,10 +377,10 @@ def _finite_blocks(file: Path, names: list[str], blocks):
 
 
 def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES):
-    """(names, the table's checked blocks, bounded, info) of a table file: ``bounded(X)`` gives a block's rows as
+    """(names, the table's checked blocks, as_seen, info) of a table file: ``as_seen(X)`` gives a block's rows as
     the mechanisms see them (standardised and bounded as ``table`` describes) and their norms; it may run in
-    several threads at once (summed). ``info`` (max_norm, clipped_fraction) is complete once every block went
-    through ``bounded``. The non-private steps read the table first (one pass each)."""
+    several threads at once (summed). ``info`` (max_norm, rows, clipped: how many rows were clipped) is complete
+    once every block went through ``as_seen``. The non-private steps read the table first (one pass each)."""
     names, _ = file_blocks(file, columns, block_bytes)
     read = lambda: _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1])  # noqa: E731
     shift, scale = 0.0, 1.0
@@ -403,24 +403,22 @@ def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int 
             raise ValueError("every row is zero: nothing to estimate (bound=max divides by the largest norm)")
     else:
         check_bound(bound)
-    info = {"max_norm": 0.0, "clipped_fraction": 0.0}
-    counted = {"rows": 0, "clipped": 0}
+    info = {"max_norm": 0.0, "rows": 0, "clipped": 0}
     lock = threading.Lock()
 
-    def bounded(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def as_seen(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X = prepare(X)
         norms, over = row_norms(X), 0
         if largest is None:
             X, over = clip_rows(X, bound, norms, in_place=True)  # X: this block's own copy
         with lock:
             info["max_norm"] = max(info["max_norm"], float(norms.max()))
-            counted["rows"] += len(X)
-            counted["clipped"] += over
-            info["clipped_fraction"] = counted["clipped"] / counted["rows"]
+            info["rows"] += len(X)
+            info["clipped"] += over
         if largest is not None:
             return X / largest, norms / largest
         return X, np.minimum(norms, bound)
-    return names, read(), bounded, info
+    return names, read(), as_seen, info
 
 
 def table(path: str, columns, standardize: str, bound, rng: np.random.Generator, data_dir=None) -> Data:
@@ -437,12 +435,15 @@ def table(path: str, columns, standardize: str, bound, rng: np.random.Generator,
 SUM_THREADS = 2  # fixed, not the core count: the same blocks give the same bits on any machine
 
 
-def summed(blocks, radius: float, bounded=None, threads: int = SUM_THREADS) -> BandSums:
-    """The BandSums of the blocks (each ``bounded(X)`` = (rows, norms), or (rows, norms) pairs when ``bounded`` is
-    None): block i goes to accumulator i mod ``threads``, each in its own thread (numpy releases the GIL), bounded
-    and added there, merged in order at the end. One block: exactly from_rows."""
+def summed(blocks, radius: float, as_seen, threads: int = SUM_THREADS) -> BandSums:
+    """The BandSums of the blocks as the mechanisms see them (``as_seen(X)`` = (rows, norms)): block i goes to
+    accumulator i mod ``threads``, each in its own thread (numpy releases the GIL), made and added there, merged in
+    order at the end. One block: exactly from_rows."""
     sums = [BandSums(radius) for _ in range(threads)]
-    add = (lambda k, block: sums[k].add(*block)) if bounded is None else (lambda k, X: sums[k].add(*bounded(X)))
+
+    def add(k: int, X: np.ndarray) -> None:
+        sums[k].add(*as_seen(X))
+
     with ThreadPoolExecutor(threads) as pool:
         running = [None] * threads
         for i, block in enumerate(blocks):
@@ -463,10 +464,10 @@ def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = 
     O(bands d^2) sums, whatever the file's size."""
     with ThreadPoolExecutor(1) as pool:
         digest = pool.submit(file_digest, file)  # beside the sums (hashing releases the GIL); once per file version
-        names, blocks, bounded, info = table_blocks(file, columns, standardize, bound, block_bytes)
-        sums = summed(blocks, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound), bounded)
-    info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": info["clipped_fraction"],
-            "max_norm": info["max_norm"],
+        names, blocks, as_seen, seen = table_blocks(file, columns, standardize, bound, block_bytes)
+        sums = summed(blocks, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound), as_seen)
+    info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": seen["clipped"] / seen["rows"],
+            "max_norm": seen["max_norm"],
             "private_preprocessing": bound == "private" or (standardize == "none" and bound != "max")}
     truth = None
     if bound == "private":  # what the pipeline estimates: the raw rows' (centred, standardised) covariance

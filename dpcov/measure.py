@@ -60,10 +60,11 @@ def score_fit(task: str, mechanism: str, budget, X: np.ndarray, y: np.ndarray | 
         return float(np.mean((model.predict(X) - y) ** 2)), model.mechanism_, seconds
 
 
-def typical_norm(rows: np.ndarray, radius: float = 1.0) -> float:
-    """The rows' median norm over the radius: how tight a public radius is for most rows (not only the
-    largest), the fact mechanism="auto" may estimate privately to weigh the scenarios (dpcov/defaults.py)."""
-    return float(np.median(np.linalg.norm(rows, axis=1)) / radius)
+def typical_norm(rows: np.ndarray) -> float:
+    """The rows' median norm (the scenarios' rows lie in the unit ball, so also over their radius): how tight a
+    public radius is for most rows (not only the largest), the fact mechanism="auto" may estimate privately to
+    weigh the scenarios (dpcov/defaults.py)."""
+    return float(np.median(np.linalg.norm(rows, axis=1)))
 
 
 def measure_cell(task: str, notion: str, value: float, n: int, d: int, k: int | None, trials: int,

@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 import dpcov  # noqa: E402
 from dpcov import defaults, measure  # noqa: E402
-from dpcov.commands.head_to_head import COMPONENTS, HELD_OUT_COMPONENTS, pca_data  # noqa: E402
+from dpcov.commands.head_to_head import COMPONENTS, HELD_OUT_COMPONENTS, pca_data  # noqa: E402  (the same data)
 from dpcov.commands.reproduce import TARGETS, experiment_of  # noqa: E402
 from data.registry import get_dataset  # noqa: E402
 from experiments.instances import data_params  # noqa: E402
-from experiments.seeding import generator, params_key  # noqa: E402  (the same data, scaled the same way)
+from experiments.seeding import generator, params_key  # noqa: E402
 from mechanisms.registry import MECHANISMS  # noqa: E402
 
 OUT = ROOT / "results" / "advisor" / "defaults"
@@ -161,14 +161,12 @@ HELD_OUT = (("dong2022/fig4", "covariance", "err_fro_mean"), ("dong2022/fig6", "
             ("amin2019/fig1b", "covariance", "err_fro_rel_mean"), ("amin2019/regression", "ridge", "err_reg_mean"))
 
 
-def target_typicals(target: str) -> dict[tuple, float]:
-    """Each data point's typical norm as auto would read it from its released median (keyed by the spectrum's
-    data parameters, as strings): the exact median rounded up to the walk's grid and moved to the middle of its
-    step (defaults.typical_stand_in), without the walk's noise. Loads each point's data once."""
+def target_typicals(target: str, keys: list[str]) -> dict[tuple, float]:
+    """Each data point's typical norm as auto would read it from its released median (keyed by the data
+    parameters ``keys``, as strings): the exact median rounded up to the walk's grid and moved to the middle of
+    its step (defaults.typical_stand_in), without the walk's noise. Loads each point's data once."""
     experiment = experiment_of(next(t for t in TARGETS if t.out == target), n_jobs=1)
     dataset = get_dataset(experiment.dataset)
-    keys = [c for c in pd.read_csv(ROOT / "results" / target / "spectrum.csv").columns
-            if c not in ("rows", "dim", "eigenvalues")]
     typicals = {}
     for point in experiment.grid():
         params = data_params(experiment.dataset, point)
@@ -191,7 +189,7 @@ def target_cells(target: str, task: str, metric: str) -> list[dict]:
     summary = summary.merge(spectrum[keys + ["rows", "dim"]], on=keys)
     summary = summary[summary.mechanism.isin(set(MECHANISMS))]
     cells = []
-    typicals = target_typicals(target)
+    typicals = target_typicals(target, keys)
     for key, cell in summary.groupby(keys + [budget_column]):
         value = float(key[-1])
         budget = dpcov.ZCDP(value) if budget_column == "rho" else dpcov.PureDP(value)

@@ -33,8 +33,8 @@ def load(path, columns=None, standardize="none", bound=1.0, **kw):
 
 def rows(path, columns=None, standardize="none", bound=1.0, block_bytes=1 << 20):
     """The rows the mechanisms see (the dataset sums them a block at a time), all in memory."""
-    _, blocks, bounded, _ = table_blocks(path, columns, standardize, bound, block_bytes)
-    return np.concatenate([bounded(X)[0] for X in blocks])
+    _, blocks, as_seen, _ = table_blocks(path, columns, standardize, bound, block_bytes)
+    return np.concatenate([as_seen(X)[0] for X in blocks])
 
 
 def test_declared_bound_clips_rows_and_records_the_fraction(csv, frame):
