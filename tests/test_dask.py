@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data.chunks import dask_sums
+from data.chunks import _worker_threads, dask_sums
 from experiments.config import ConfigError
 from experiments.runner import run_experiment
 from mechanisms.problem import CovProblem, clip_rows
@@ -60,6 +60,7 @@ def test_dask_workers_compute_the_statistics_of_one_process(tmp_path):
         assert_same_statistics(dask_sums(path, 1.0, clip=True, shares=3).problem(), CovProblem.from_rows(inside))
         pd.DataFrame(X, columns=list("abcdef")).to_parquet(path := tmp_path / "rows.parquet", row_group_size=3000)
         assert_same_statistics(dask_sums(path, 1.0, clip=True).problem(), CovProblem.from_rows(inside))
+        assert _worker_threads() == 2  # the default: two shares per worker thread, 4 of the file's 7 row groups
 
 
 def test_estimators_fit_dask_collections_on_a_cluster():
