@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechanisms.problem import BandSums, clip_rows, row_norms
+from mechanisms.problem import BandSums
 
 from .table import BLOCK_BYTES, block_rows, file_blocks, find_file
 
@@ -30,10 +30,8 @@ def _partitions(obj, columns=None) -> list:
 
 def _add_block(sums: BandSums, X: np.ndarray, clip: bool) -> BandSums:
     """Add a block of rows, clipped to the sums' radius first with clip=True (else checked inside it)."""
-    norms = row_norms(X)
-    if clip:
-        X, norms = clip_rows(X, sums.radius, norms)[0], np.minimum(norms, sums.radius)
-    return sums.add(X, norms)
+    sums.add_columns(X.T, sums.radius if clip else np.inf)
+    return sums
 
 
 def _block_sums(X: np.ndarray, radius: float, clip: bool) -> BandSums:

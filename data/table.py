@@ -50,7 +50,6 @@ from .registry_types import Data
 BLOCK_BYTES = 16 << 20  # one block of float64 rows: about this many bytes (below glibc's mmap threshold: no page faults per block)
 OUTER_RADIUS = 2.0**64  # bound=private: the ball the raw rows are summed in (no public bound; PrivRadius picks one)
 PRIVATE_TARGETS = ("none", "center", "zscore")  # bound=private: what the pipeline estimates (mechanisms/pipeline.py)
-TILE_ROWS = 4096  # Arrow columns -> row-major blocks a tile at a time (_numeric_batch)
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
 STANDARDIZE = ("none", "center", "zscore", "minmax")
 
@@ -202,7 +201,8 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
         step = block_rows(len(wanted), block_bytes)
         start, stop = _share(file.num_row_groups, part)
         first = sum(file.metadata.row_group(g).num_rows for g in range(start))
-        frames = file.iter_batches(batch_size=step, columns=read, row_groups=range(start, stop))
+        frames = file.iter_batches(batch_size=step, columns=read, row_groups=range(start, stop),
+                                    use_threads=False)  # its thread pool only added CPU (the summing threads use the cores)
         empty = file.schema_arrow.empty_table().to_pandas()
     else:
         if part is not None and part[1] > 1:
@@ -236,7 +236,7 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
 
 def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
     """An Arrow record batch of numeric columns without nulls as one float64 array (one
-    copy); None for anything else (a pandas chunk, text, nulls: select_columns then says what is wrong)."""
+    copy, column-major); None for anything else (a pandas chunk, text, nulls: select_columns then says what is wrong)."""
     if type(batch).__module__.split(".")[0] != "pyarrow":  # a pandas chunk (pyarrow is optional: Parquet only)
         return None
     import pyarrow as pa
@@ -246,12 +246,8 @@ def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
     columns = batch.columns
     if any(c.null_count or not (pa.types.is_floating(c.type) or pa.types.is_integer(c.type)) for c in columns):
         return None
-    columns = [c.to_numpy(zero_copy_only=False) for c in columns]
-    block = np.empty((batch.num_rows, len(columns)))  # row-major: the band sums take rows
-    for start in range(0, len(block), TILE_ROWS):  # a tile of rows at a time stays in cache: 1.3x one pass per column
-        for i, column in enumerate(columns):
-            block[start:start + TILE_ROWS, i] = column[start:start + TILE_ROWS]
-    return block
+    # column-major (rows x columns, each column contiguous: one memcpy each): BandSums.add_columns reads columns
+    return np.stack([c.to_numpy(zero_copy_only=False) for c in columns]).T
 
 
 def prefetched(blocks: Iterator[np.ndarray], depth: int = 1) -> Iterator[np.ndarray]:
@@ -377,10 +373,10 @@ def _finite_blocks(file: Path, names: list[str], blocks):
 
 
 def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES):
-    """(names, the table's checked blocks, as_seen, info) of a table file: ``as_seen(X)`` gives a block's rows as
-    the mechanisms see them (standardised and bounded as ``table`` describes) and their norms; it may run in
-    several threads at once (summed). ``info`` (max_norm, rows, clipped: how many rows were clipped) is complete
-    once every block went through ``as_seen``. The non-private steps read the table first (one pass each)."""
+    """(names, the table's checked blocks, as_seen) of a table file: ``as_seen(X)`` = (columns, clip, divisor), a
+    block's columns (d x m) as standardised, then the rows the mechanisms see are Clip(x, clip) / divisor
+    (``table`` describes the steps; BandSums.add_columns applies the last two). The non-private steps read the
+    table first (one pass each)."""
     names, _ = file_blocks(file, columns, block_bytes)
     read = lambda: _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1])  # noqa: E731
     shift, scale = 0.0, 1.0
@@ -396,29 +392,15 @@ def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int 
             moments.add(X)
         shift, scale = moments.transform(standardize)
     prepare = (lambda X: X) if standardize == "none" else (lambda X: (X - shift) / scale)
-    largest = None
+    clip, divisor = np.inf, 1.0
     if bound == "max":  # the table's own largest norm: NOT private
-        largest = max(float(row_norms(prepare(X)).max()) for X in read())
-        if largest == 0:
+        divisor = max(float(row_norms(prepare(X)).max()) for X in read())
+        if divisor == 0:
             raise ValueError("every row is zero: nothing to estimate (bound=max divides by the largest norm)")
     else:
         check_bound(bound)
-    info = {"max_norm": 0.0, "rows": 0, "clipped": 0}
-    lock = threading.Lock()
-
-    def as_seen(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        X = prepare(X)
-        norms, over = row_norms(X), 0
-        if largest is None:
-            X, over = clip_rows(X, bound, norms, in_place=True)  # X: this block's own copy
-        with lock:
-            info["max_norm"] = max(info["max_norm"], float(norms.max()))
-            info["rows"] += len(X)
-            info["clipped"] += over
-        if largest is not None:
-            return X / largest, norms / largest
-        return X, np.minimum(norms, bound)
-    return names, read(), as_seen, info
+        clip = float(bound)
+    return names, read(), lambda X: (prepare(X).T, clip, divisor)
 
 
 def table(path: str, columns, standardize: str, bound, rng: np.random.Generator, data_dir=None) -> Data:
@@ -435,14 +417,21 @@ def table(path: str, columns, standardize: str, bound, rng: np.random.Generator,
 SUM_THREADS = 2  # fixed, not the core count: the same blocks give the same bits on any machine
 
 
-def summed(blocks, radius: float, as_seen, threads: int = SUM_THREADS) -> BandSums:
-    """The BandSums of the blocks as the mechanisms see them (``as_seen(X)`` = (rows, norms)): block i goes to
-    accumulator i mod ``threads``, each in its own thread (numpy releases the GIL), made and added there, merged in
-    order at the end. One block: exactly from_rows."""
+def summed(blocks, radius: float, as_seen, threads: int = SUM_THREADS) -> tuple[BandSums, dict]:
+    """(the BandSums of the blocks as the mechanisms see them, what was seen: max_norm before clipping, rows,
+    clipped) -- ``as_seen(X)`` = (columns, clip, divisor) for BandSums.add_columns. Block i goes to accumulator
+    i mod ``threads``, each in its own thread (the compiled passes and BLAS release the GIL), merged in order at
+    the end: the same bits for any machine."""
     sums = [BandSums(radius) for _ in range(threads)]
+    seen = {"max_norm": 0.0, "rows": 0, "clipped": 0}
+    lock = threading.Lock()
 
     def add(k: int, X: np.ndarray) -> None:
-        sums[k].add(*as_seen(X))
+        largest, clipped = sums[k].add_columns(*as_seen(X))
+        with lock:
+            seen["max_norm"] = max(seen["max_norm"], largest)
+            seen["rows"] += len(X)
+            seen["clipped"] += clipped
 
     with ThreadPoolExecutor(threads) as pool:
         running = [None] * threads
@@ -456,7 +445,7 @@ def summed(blocks, radius: float, as_seen, threads: int = SUM_THREADS) -> BandSu
                 future.result()
     for other in sums[1:]:
         sums[0].merge(other)
-    return sums[0]
+    return sums[0], seen
 
 
 def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES) -> Data:
@@ -464,8 +453,9 @@ def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = 
     O(bands d^2) sums, whatever the file's size."""
     with ThreadPoolExecutor(1) as pool:
         digest = pool.submit(file_digest, file)  # beside the sums (hashing releases the GIL); once per file version
-        names, blocks, as_seen, seen = table_blocks(file, columns, standardize, bound, block_bytes)
-        sums = summed(blocks, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound), as_seen)
+        names, blocks, as_seen = table_blocks(file, columns, standardize, bound, block_bytes)
+        sums, seen = summed(blocks, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound),
+                            as_seen)
     info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": seen["clipped"] / seen["rows"],
             "max_norm": seen["max_norm"],
             "private_preprocessing": bound == "private" or (standardize == "none" and bound != "max")}

@@ -281,3 +281,60 @@ def test_clipped_counts_merge_into_an_existing_band_and_a_new_one():
     exps, counts = problem.clipped_counts(0)
     np.testing.assert_array_equal(exps, [0, 2, 6])
     np.testing.assert_array_equal(counts, [3, 2, 1])
+
+
+# --- the streamed band sums (BandSums.add_columns: mechanisms/banded.py's compiled passes) -----
+@pytest.mark.parametrize("radius", [1.0, 0.7, 3.0, 2.0**64, 1e300, 1e-300])
+def test_compiled_band_is_dyadic_band(radius):
+    from mechanisms.banded import _band, band_edges
+
+    rng = np.random.default_rng(5)
+    edges = band_edges(radius)
+    j = np.arange(0, 1000)
+    exact = np.ldexp(radius, -j)
+    norms = np.concatenate([exact, np.nextafter(exact, np.inf), np.nextafter(exact, 0),
+                            radius * np.exp2(-rng.uniform(0, 1100, 2000)), [np.nextafter(radius, np.inf)]])
+    norms = norms[(norms > 0) & (norms <= radius * (1 + 1e-9))]
+    np.testing.assert_array_equal([_band(v, radius, edges) for v in norms], dyadic_band(norms, radius))
+
+
+def _same_sums(a, b, tolerance=1e-12):
+    assert a.n == b.n and a.d == b.d and a.counts == b.counts
+    for j in a.counts:
+        for x, y in [(a.moments, b.moments), (a.directions, b.directions), (a.totals, b.totals),
+                     (a.unit_totals, b.unit_totals)]:
+            assert np.abs(x[j] - y[j]).max() <= tolerance * max(a.counts[j] * a.radius ** 2, 1e-300)
+
+
+@pytest.mark.parametrize("tile", [7, 8192])
+def test_columns_give_adds_sums_in_blocks_and_tiles(varied_rows, tile, monkeypatch):
+    monkeypatch.setattr(problem_module, "TILE_ROWS", tile)
+    expected = problem_module.BandSums(1.0).add(varied_rows)
+    streamed = problem_module.BandSums(1.0)
+    for block in np.array_split(varied_rows, 3):
+        assert streamed.add_columns(block.T) == (np.linalg.norm(block, axis=1).max(), 0)
+    _same_sums(streamed, expected)
+    np.testing.assert_allclose(streamed.problem().sigma, expected.problem().sigma, rtol=1e-12, atol=1e-15)
+
+
+def test_columns_clip_then_divide(varied_rows):
+    X = varied_rows * 3.0
+    norms = np.linalg.norm(X, axis=1)
+    streamed = problem_module.BandSums(1.0)
+    largest, clipped = streamed.add_columns(X.T, clip=2.0, divisor=2.0)
+    assert largest == pytest.approx(norms.max()) and clipped == int(np.sum(norms > 2.0))
+    _same_sums(streamed, problem_module.BandSums(1.0).add(clip_rows(X, 2.0) / 2.0))
+
+
+def test_columns_errors_number_rows_across_blocks():
+    sums = problem_module.BandSums(1.0)
+    sums.add_columns(np.zeros((3, 10)))
+    bad = np.full((5, 3), 0.1)
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or inf \(first at row 12, column 1\)"):
+        sums.add_columns(bad.T)
+    bad[2, 1] = 2.0
+    with pytest.raises(ValueError, match=r"row 12 has norm 2.00\d* > radius 1"):
+        sums.add_columns(bad.T)
+    with pytest.raises(ValueError, match="a block of 4 columns after blocks of 3"):
+        sums.add_columns(np.zeros((4, 2)))

@@ -9,7 +9,7 @@ from data.files import DataFileError
 from data.registry import get_dataset
 from data.table import bounded, standardized, table, table_blocks, table_data
 from experiments.runner import run_experiment
-from mechanisms.problem import CovProblem
+from mechanisms.problem import CovProblem, clip_rows
 
 
 @pytest.fixture
@@ -33,8 +33,9 @@ def load(path, columns=None, standardize="none", bound=1.0, **kw):
 
 def rows(path, columns=None, standardize="none", bound=1.0, block_bytes=1 << 20):
     """The rows the mechanisms see (the dataset sums them a block at a time), all in memory."""
-    _, blocks, as_seen, _ = table_blocks(path, columns, standardize, bound, block_bytes)
-    return np.concatenate([as_seen(X)[0] for X in blocks])
+    _, blocks, as_seen = table_blocks(path, columns, standardize, bound, block_bytes)
+    seen = [as_seen(X) for X in blocks]
+    return np.concatenate([clip_rows(columns.T, clip)[0] / divisor for columns, clip, divisor in seen])
 
 
 def test_declared_bound_clips_rows_and_records_the_fraction(csv, frame):
