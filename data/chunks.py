@@ -30,7 +30,7 @@ def _partitions(obj, columns=None) -> list:
 
 def _add_block(sums: BandSums, X: np.ndarray, clip: bool) -> BandSums:
     """Add a block of rows, clipped to the sums' radius first with clip=True (else checked inside it)."""
-    sums.add_columns(X.T, sums.radius if clip else np.inf)
+    sums.add_columns(X.T, sums.radius if clip else np.inf)  # X.T: its columns, copied into reused memory
     return sums
 
 
@@ -40,8 +40,8 @@ def _block_sums(X: np.ndarray, radius: float, clip: bool) -> BandSums:
 
 def _file_share_sums(path: Path, columns, part: tuple[int, int], radius: float, clip: bool) -> BandSums:
     sums = BandSums(radius)
-    for X in file_blocks(path, columns, part=part)[1]:
-        _add_block(sums, X, clip)
+    for X in file_blocks(path, columns, part=part, prefetch=False, as_columns=True)[1]:
+        sums.add_columns(X, sums.radius if clip else np.inf)
     return sums
 
 

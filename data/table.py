@@ -52,6 +52,7 @@ OUTER_RADIUS = 2.0**64  # bound=private: the ball the raw rows are summed in (no
 PRIVATE_TARGETS = ("none", "center", "zscore")  # bound=private: what the pipeline estimates (mechanisms/pipeline.py)
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
 STANDARDIZE = ("none", "center", "zscore", "minmax")
+SUM_THREADS = 2  # threads summing a table's shares: fixed, not the core count (the same bits on any machine)
 
 
 def find_file(path, data_dir=None) -> Path:
@@ -159,12 +160,15 @@ def _npy_rows(path: Path, array: np.memmap):
     return rows
 
 
-def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
-                part: tuple[int, int] | None = None) -> tuple[list[str], Iterator[np.ndarray]]:
+def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES, part: tuple[int, int] | None = None,
+                prefetch: bool = True, as_columns: bool = False) -> tuple[list[str], Iterator]:
     """(column names, an iterator of row blocks) of a table file: the formats, checks and errors of
     data/table.py (read_table, select_columns), a block at a time; rows numbered across blocks.
     ``part`` = (i, count): only the i-th of count shares of the rows (.npy: row ranges; Parquet: row
-    groups), for workers that each read their own share (data/chunks.py dask_sums on a path)."""
+    groups), for workers that each read their own share (data/chunks.py dask_sums on a path, ``summed``'s
+    threads). ``prefetch``: CSV/Parquet blocks parsed one ahead in a thread (``prefetched``). ``as_columns``:
+    each block as the list of its d columns (Parquet's own buffers: no copy; for BandSums.add_columns)
+    instead of m x d rows."""
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
         raise ValueError(f"{path}: unsupported format {path.suffix!r}; supported: {', '.join(FORMATS)}")
@@ -182,7 +186,7 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
         rows = _npy_rows(path, array) if array.flags.c_contiguous else (lambda i, j: array[i:j])
         blocks = (select_columns(path, rows(i, min(i + step, stop)), None, chosen, first_row=i)[0]
                   for i in range(start, stop, step))
-        return names, blocks
+        return names, (list(X.T) for X in blocks) if as_columns else blocks
     import pandas as pd
 
     if kind == "parquet":
@@ -221,22 +225,27 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES,
         offset = first
         try:
             for frame in frames:  # pandas chunks, or Arrow batches (numbers straight to numpy)
-                block = _numeric_batch(frame, names)
+                block = _numeric_columns(frame, names)
                 if block is None:
                     frame = frame.to_pandas() if hasattr(frame, "to_pandas") else frame
-                    block = select_columns(path, None, frame, names, first_row=offset)[0]
+                    X = select_columns(path, None, frame, names, first_row=offset)[0]
+                    block = list(X.T) if as_columns else X
+                    offset += len(X)
+                else:
+                    offset += len(block[0])
+                    block = block if as_columns else np.stack(block).T  # column-major: one memcpy per column
                 yield block
-                offset += len(block)
         except (ValueError, pd.errors.ParserError) as err:
             if str(err).startswith(str(path)):
                 raise
             raise ValueError(f"{path}: cannot read it as {kind} ({err})") from None
-    return names, prefetched(blocks())
+    return names, prefetched(blocks()) if prefetch else blocks()
 
 
-def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
-    """An Arrow record batch of numeric columns without nulls as one float64 array (one
-    copy, column-major); None for anything else (a pandas chunk, text, nulls: select_columns then says what is wrong)."""
+def _numeric_columns(batch, names: list[str]) -> list[np.ndarray] | None:
+    """An Arrow record batch of numeric columns without nulls as float64 columns (Arrow's own buffers where
+    they are float64); None for anything else (a pandas chunk, text, nulls: select_columns then says what
+    is wrong)."""
     if type(batch).__module__.split(".")[0] != "pyarrow":  # a pandas chunk (pyarrow is optional: Parquet only)
         return None
     import pyarrow as pa
@@ -246,8 +255,7 @@ def _numeric_batch(batch, names: list[str]) -> np.ndarray | None:
     columns = batch.columns
     if any(c.null_count or not (pa.types.is_floating(c.type) or pa.types.is_integer(c.type)) for c in columns):
         return None
-    # column-major (rows x columns, each column contiguous: one memcpy each): BandSums.add_columns reads columns
-    return np.stack([c.to_numpy(zero_copy_only=False) for c in columns]).T
+    return [c.to_numpy(zero_copy_only=False).astype(float, copy=False) for c in columns]
 
 
 def prefetched(blocks: Iterator[np.ndarray], depth: int = 1) -> Iterator[np.ndarray]:
@@ -373,10 +381,12 @@ def _finite_blocks(file: Path, names: list[str], blocks):
 
 
 def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES):
-    """(names, the table's checked blocks, as_seen) of a table file: ``as_seen(X)`` = (columns, clip, divisor), a
-    block's columns (d x m) as standardised, then the rows the mechanisms see are Clip(x, clip) / divisor
-    (``table`` describes the steps; BandSums.add_columns applies the last two). The non-private steps read the
-    table first (one pass each)."""
+    """(names, shares, as_seen) of a table file: ``shares``, SUM_THREADS iterators of blocks (each the list of its
+    columns) that together cover the table in order (Parquet row groups and .npy row ranges split between them,
+    each read in the thread that sums it; CSV/TSV, read in one pass, all in the first); ``as_seen(X)`` =
+    (columns, clip, divisor), a block's columns as standardised, then the rows the mechanisms see are Clip(x, clip) / divisor
+    (``table`` describes the steps; BandSums.add_columns applies the last two and checks NaN/inf). The
+    non-private steps read the table first (one pass each)."""
     names, _ = file_blocks(file, columns, block_bytes)
     read = lambda: _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1])  # noqa: E731
     shift, scale = 0.0, 1.0
@@ -400,7 +410,15 @@ def table_blocks(file: Path, columns, standardize: str, bound, block_bytes: int 
     else:
         check_bound(bound)
         clip = float(bound)
-    return names, read(), lambda X: (prepare(X).T, clip, divisor)
+    if FORMATS[file.suffix.lower()] in ("parquet", "npy"):
+        shares = [file_blocks(file, columns, block_bytes, part=(k, SUM_THREADS), prefetch=False, as_columns=True)[1]
+                  for k in range(SUM_THREADS)]
+    else:
+        shares = [file_blocks(file, columns, block_bytes, as_columns=True)[1]]
+    if standardize != "none":
+        shift, scale = np.broadcast_to(shift, len(names)), np.broadcast_to(scale, len(names))
+        return names, shares, lambda X: ([(c - shift[k]) / scale[k] for k, c in enumerate(X)], clip, divisor)
+    return names, shares, lambda X: (X, clip, divisor)
 
 
 def table(path: str, columns, standardize: str, bound, rng: np.random.Generator, data_dir=None) -> Data:
@@ -414,48 +432,50 @@ def table(path: str, columns, standardize: str, bound, rng: np.random.Generator,
     return table_data(find_file(path, data_dir), columns, standardize, bound)
 
 
-SUM_THREADS = 2  # fixed, not the core count: the same blocks give the same bits on any machine
-
-
-def summed(blocks, radius: float, as_seen, threads: int = SUM_THREADS) -> tuple[BandSums, dict]:
+def summed(shares: list, radius: float, as_seen) -> tuple[BandSums, dict]:
     """(the BandSums of the blocks as the mechanisms see them, what was seen: max_norm before clipping, rows,
-    clipped) -- ``as_seen(X)`` = (columns, clip, divisor) for BandSums.add_columns. Block i goes to accumulator
-    i mod ``threads``, each in its own thread (the compiled passes and BLAS release the GIL), merged in order at
-    the end: the same bits for any machine."""
-    sums = [BandSums(radius) for _ in range(threads)]
+    clipped) -- ``as_seen(X)`` = (columns, clip, divisor) for BandSums.add_columns. Each share (an iterator of
+    blocks) is read and summed in its own thread (pyarrow, the compiled passes and BLAS release the GIL; a block
+    is summed while it is still in cache), the partial sums merged in order: the same bits on any machine."""
+    sums = [BandSums(radius) for _ in shares]
     seen = {"max_norm": 0.0, "rows": 0, "clipped": 0}
-    lock = threading.Lock()
+    lock, failed = threading.Lock(), threading.Event()
 
-    def add(k: int, X: np.ndarray) -> None:
-        largest, clipped = sums[k].add_columns(*as_seen(X))
-        with lock:
-            seen["max_norm"] = max(seen["max_norm"], largest)
-            seen["rows"] += len(X)
-            seen["clipped"] += clipped
+    def add(k: int) -> None:
+        try:
+            for X in shares[k]:
+                if failed.is_set():
+                    return
+                largest, clipped = sums[k].add_columns(*as_seen(X))
+                with lock:
+                    seen["max_norm"] = max(seen["max_norm"], largest)
+                    seen["rows"] += len(X[0])
+                    seen["clipped"] += clipped
+        except BaseException:
+            failed.set()  # the other shares stop at their next block
+            raise
 
-    with ThreadPoolExecutor(threads) as pool:
-        running = [None] * threads
-        for i, block in enumerate(blocks):
-            k = i % threads
-            if running[k] is not None:
-                running[k].result()  # this accumulator's previous block first: a fixed order of sums
-            running[k] = pool.submit(add, k, block)
-        for future in running:
-            if future is not None:
-                future.result()
+    with ThreadPoolExecutor(len(shares)) as pool:
+        for future in [pool.submit(add, k) for k in range(len(shares))]:
+            future.result()
     for other in sums[1:]:
         sums[0].merge(other)
     return sums[0], seen
 
 
 def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = BLOCK_BYTES) -> Data:
-    """``table`` on a found file, a block at a time: memory holds one block (about ``block_bytes``) and
+    """``table`` on a found file, a block at a time: memory holds a block per thread (about ``block_bytes``) and
     O(bands d^2) sums, whatever the file's size."""
     with ThreadPoolExecutor(1) as pool:
         digest = pool.submit(file_digest, file)  # beside the sums (hashing releases the GIL); once per file version
-        names, blocks, as_seen = table_blocks(file, columns, standardize, bound, block_bytes)
-        sums, seen = summed(blocks, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound),
-                            as_seen)
+        names, shares, as_seen = table_blocks(file, columns, standardize, bound, block_bytes)
+        try:
+            sums, seen = summed(shares, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound),
+                                as_seen)
+        except ValueError:  # NaN/inf found in a share: the table's own account (how many rows, the first in it)
+            for _ in _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1]):
+                pass
+            raise
     info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": seen["clipped"] / seen["rows"],
             "max_norm": seen["max_norm"],
             "private_preprocessing": bound == "private" or (standardize == "none" and bound != "max")}

@@ -1,14 +1,29 @@
-"""The streamed band sums' compiled passes (numba): a block of rows held column by column (d x m, the
-layout Parquet and pandas hand over) is normed, clipped, banded and sorted by band in two passes (the
-second a cache-sized tile at a time), so that BLAS forms each band's sums from contiguous slices (mechanisms/problem.py
+"""The streamed band sums' compiled passes (numba): a block of rows held column by column (as Parquet and
+pandas hand it over) is normed, clipped, banded and sorted by band in two passes (the second a cache-sized
+tile at a time), so that BLAS forms each band's sums from contiguous slices (mechanisms/problem.py
 BandSums.add_columns). Replaces, per block, a row-major copy, the row norms, a copy per band and a
-division (1e8 x 20 Parquet: results/measurements/stream_benchmark.txt run 7)."""
+division; the work arrays are each thread's own, reused from block to block (no fresh pages per block:
+Dask's workers return freed memory at once). Measured: results/measurements/stream_benchmark.txt run 7."""
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from numba import njit
+
+_reused = threading.local()
+
+
+def scratch(name: str, shape: tuple, dtype=float) -> np.ndarray:
+    """This thread's work array ``name`` of ``shape`` (contents undefined), kept for the next block: it grows
+    to the largest block seen and is never handed out of add_columns."""
+    size = math.prod(shape)
+    kept = getattr(_reused, name, None)
+    if kept is None or kept.size < size or kept.dtype != dtype:
+        kept = np.empty(max(size, 1), dtype)
+        setattr(_reused, name, kept)
+    return kept[:size].reshape(shape)
 
 FINE, NOT_FINITE, OUTSIDE = -1, -2, -3  # the first pass's status: all rows fine, or the first bad row's kind
 
@@ -33,45 +48,44 @@ def _band(norm: float, radius: float, edges: np.ndarray) -> int:
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def norm_and_band(columns: np.ndarray, clip: float, divisor: float, radius: float, limit: float,
-                  edges: np.ndarray):
+                  edges: np.ndarray, factors: np.ndarray, norms: np.ndarray, bands: np.ndarray, counts: np.ndarray):
     """Pass 1 over a d x m block: each row's norm, clipped to ``clip`` (Clip(x, r) = min(1, r/||x||) x), then
-    divided by ``divisor``; its band (the last slot: zero rows); the bands' counts. Returns (status, row,
-    factors, norms, bands, counts, largest norm before clipping, rows clipped); status NOT_FINITE or
-    OUTSIDE (norm > ``limit``) stops at ``row``."""
+    divided by ``divisor`` (``norms``; ``factors``: what scales the row so); its band (``bands``; the last
+    slot: zero rows); the bands' ``counts``. Returns (status, row, largest norm before clipping, rows
+    clipped); status NOT_FINITE or OUTSIDE (norm > ``limit``) stops at ``row``."""
     d, m = columns.shape
-    norms = np.zeros(m)
+    norms[:] = 0.0
     for k in range(d):  # sums of squares a column at a time: contiguous, vectorised
         column = columns[k]
         for i in range(m):
             norms[i] += column[i] * column[i]
-    factors = np.empty(m)
-    bands = np.empty(m, np.int64)
     zero = len(edges) - 1
-    counts = np.zeros(zero + 1, np.int64)
+    counts[:] = 0
     largest, clipped = 0.0, 0
     for i in range(m):
         norm = math.sqrt(norms[i])
         if not norm <= math.inf:
-            return NOT_FINITE, i, factors, norms, bands, counts, largest, clipped
+            return NOT_FINITE, i, largest, clipped
         largest = max(largest, norm)
         factor = 1.0
         if norm > clip:
             factor, norm, clipped = clip / norm, clip, clipped + 1
         factor, norm = factor / divisor, norm / divisor
         if norm > limit:
-            return OUTSIDE, i, factors, norms, bands, counts, largest, clipped
+            return OUTSIDE, i, largest, clipped
         factors[i], norms[i] = factor, norm
         bands[i] = _band(norm, radius, edges) if norm > 0 else zero
         counts[bands[i]] += 1
-    return FINE, m, factors, norms, bands, counts, largest, clipped
+    return FINE, m, largest, clipped
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sort_tile(columns: np.ndarray, start: int, stop: int, factors: np.ndarray, norms: np.ndarray,
-              bands: np.ndarray, counts: np.ndarray, rows: np.ndarray, units: np.ndarray) -> None:
+              bands: np.ndarray, counts: np.ndarray, rows: np.ndarray, units: np.ndarray, place: np.ndarray,
+              inverse: np.ndarray) -> None:
     """Pass 2, rows start..stop of the block (a tile that stays in cache): counts[j] = the tile's rows in
     band j; rows = the rows as seen x (clipped, divided) and units = x / ||x||, as columns in band order
-    (zero rows last, with zero units)."""
+    (zero rows last, with zero units); ``place`` and ``inverse``: work arrays of the tile's length."""
     d = columns.shape[0]
     counts[:] = 0
     for i in range(start, stop):
@@ -81,8 +95,6 @@ def sort_tile(columns: np.ndarray, start: int, stop: int, factors: np.ndarray, n
     for j in range(len(counts)):
         following[j] = total
         total += counts[j]
-    place = np.empty(stop - start, np.int64)
-    inverse = np.empty(stop - start)
     for i in range(start, stop):
         place[i - start] = following[bands[i]]
         following[bands[i]] += 1

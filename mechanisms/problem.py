@@ -256,22 +256,25 @@ class BandSums:
         self.n += len(X)
         return self
 
-    def add_columns(self, columns: np.ndarray, clip: float = np.inf, divisor: float = 1.0) -> tuple[float, int]:
-        """Add a block of rows given as its d x m columns (a streamed block: mechanisms/banded.py's two
-        compiled passes, then each band's sums by BLAS from contiguous slices), each row clipped to norm
-        ``clip`` and then divided by ``divisor``; checked like ``add`` (NaN/inf, inside the ball). Returns
-        the block's largest norm before clipping and how many rows were clipped. Agrees with ``add`` on
-        the same rows to rounding (sums in another order)."""
-        from .banded import FINE, band_edges, norm_and_band, sort_tile
+    def add_columns(self, columns, clip: float = np.inf, divisor: float = 1.0) -> tuple[float, int]:
+        """Add a block of rows given as its columns: a d x m array, or d arrays of m values (a streamed block:
+        Parquet's own buffers), each row clipped to norm ``clip`` and then divided by ``divisor``; checked like
+        ``add`` (NaN/inf, inside the ball). mechanisms/banded.py's two compiled passes, then each band's sums by
+        BLAS from contiguous slices, in this thread's reused work arrays. Returns the block's largest norm
+        before clipping and how many rows were clipped. Agrees with ``add`` on the same rows to rounding (sums
+        in another order)."""
+        from .banded import FINE, band_edges, norm_and_band, scratch, sort_tile
 
-        columns = np.ascontiguousarray(columns, dtype=float)
-        if columns.ndim != 2 or (self.d is not None and len(columns) != self.d):
-            raise ValueError(f"a block of {len(columns)} columns after blocks of {self.d}" if columns.ndim == 2
-                             else f"a block of columns must be 2-D, got shape {columns.shape}")
+        columns = _column_block(columns, scratch)
         d, m = columns.shape
+        if self.d is not None and d != self.d:
+            raise ValueError(f"a block of {d} columns after blocks of {self.d}")
         edges = band_edges(self.radius)
-        status, row, factors, norms, bands, counts, largest, clipped = norm_and_band(
-            columns, float(clip), float(divisor), self.radius, self.radius * (1 + _NORM_SLACK), edges)
+        factors, norms, bands = scratch("factors", (m,)), scratch("norms", (m,)), scratch("bands", (m,), np.int64)
+        counts = np.empty(len(edges), np.int64)
+        status, row, largest, clipped = norm_and_band(columns, float(clip), float(divisor), self.radius,
+                                                      self.radius * (1 + _NORM_SLACK), edges, factors, norms,
+                                                      bands, counts)
         if status != FINE:  # add's check on the rows as seen says what is wrong, numbered in the table
             bad = columns[:, row:row + 1].T
             bad = clip_rows(bad, clip)[0] / divisor if np.all(np.isfinite(bad)) else bad
@@ -280,11 +283,14 @@ class BandSums:
             except ValueError as err:
                 raise ValueError(_renumber(str(err), self.n + row)) from None
         tile = min(m, TILE_ROWS)
-        rows, units, ones = np.empty((d, tile)), np.empty((d, tile)), np.ones(tile)
+        rows, units = scratch("rows", (d, tile)), scratch("units", (d, tile))
+        place, inverse, ones = scratch("place", (tile,), np.int64), scratch("inverse", (tile,)), np.ones(tile)
         sums: dict[int, list[np.ndarray]] = {}
         in_tile = np.empty_like(counts)
         for start in range(0, m, tile):
-            sort_tile(columns, start, min(start + tile, m), factors, norms, bands, in_tile, rows, units)
+            stop = min(start + tile, m)
+            sort_tile(columns, start, stop, factors, norms, bands, in_tile, rows, units, place[:stop - start],
+                      inverse[:stop - start])
             first = 0
             for j in np.flatnonzero(in_tile[:-1]):  # the tile's non-empty bands, ascending
                 band = slice(first, first + in_tile[j])
@@ -345,6 +351,25 @@ class BandSums:
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
         return CovProblem(n, d, self.radius, sigma, eigenvalues, exponents, counts, moments, directions, ridge,
                           rows, sums, unit_sums)
+
+
+def _column_block(columns, scratch) -> np.ndarray:
+    """A block's columns as one C-contiguous d x m float64 array: the array itself when it is one, else
+    copied into this thread's reused ``scratch`` (one pass; no fresh pages per block)."""
+    if isinstance(columns, np.ndarray) and columns.ndim == 2 and columns.dtype == float \
+            and columns.flags.c_contiguous:
+        block = columns
+    else:
+        arrays = [np.asarray(c) for c in columns]
+        if not arrays or any(a.ndim != 1 or len(a) != len(arrays[0]) for a in arrays):
+            raise ValueError(f"a block of columns must be d >= 1 arrays of the same length, got shapes "
+                             f"{[a.shape for a in arrays[:3]]}{'...' if len(arrays) > 3 else ''}")
+        block = scratch("columns", (len(arrays), len(arrays[0])))
+        for k, a in enumerate(arrays):
+            block[k] = a
+    if not block.size:
+        raise ValueError(f"a block of columns must hold at least one row and one column, got shape {block.shape}")
+    return block
 
 
 def _renumber(message: str, offset: int) -> str:

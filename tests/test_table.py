@@ -33,9 +33,9 @@ def load(path, columns=None, standardize="none", bound=1.0, **kw):
 
 def rows(path, columns=None, standardize="none", bound=1.0, block_bytes=1 << 20):
     """The rows the mechanisms see (the dataset sums them a block at a time), all in memory."""
-    _, blocks, as_seen = table_blocks(path, columns, standardize, bound, block_bytes)
-    seen = [as_seen(X) for X in blocks]
-    return np.concatenate([clip_rows(columns.T, clip)[0] / divisor for columns, clip, divisor in seen])
+    _, shares, as_seen = table_blocks(path, columns, standardize, bound, block_bytes)
+    seen = [as_seen(X) for share in shares for X in share]
+    return np.concatenate([clip_rows(np.column_stack(columns), clip)[0] / divisor for columns, clip, divisor in seen])
 
 
 def test_declared_bound_clips_rows_and_records_the_fraction(csv, frame):
