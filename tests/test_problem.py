@@ -338,3 +338,20 @@ def test_columns_errors_number_rows_across_blocks():
         sums.add_columns(bad.T)
     with pytest.raises(ValueError, match="a block of 4 columns after blocks of 3"):
         sums.add_columns(np.zeros((4, 2)))
+
+
+def test_columns_as_arrays_or_lists_and_reused_work_arrays_do_not_leak_between_sums(varied_rows):
+    """Two sums fed in turn in one thread (each block goes through the thread's reused work arrays; blocks of
+    other shapes in between) end as each would alone; a list of columns, strided or not, is the same block."""
+    rng = np.random.default_rng(8)
+    other = rng.uniform(-0.3, 0.3, (4000, 3))
+    alone = problem_module.BandSums(1.0).add(varied_rows)
+    alone_other = problem_module.BandSums(1.0).add(other)
+    turns, turns_other = problem_module.BandSums(1.0), problem_module.BandSums(1.0)
+    for block, block_other in zip(np.array_split(varied_rows, 4), np.array_split(other, 4)):
+        turns.add_columns(list(block.T))  # strided columns of a row-major block
+        turns_other.add_columns(np.ascontiguousarray(block_other.T))
+    _same_sums(turns, alone)
+    _same_sums(turns_other, alone_other)
+    with pytest.raises(ValueError, match="arrays of the same length"):
+        problem_module.BandSums(1.0).add_columns([np.zeros(3), np.zeros(4)])

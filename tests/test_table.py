@@ -206,11 +206,16 @@ def test_streamed_statistics_equal_the_in_memory_build(tmp_path, suffix, standar
     assert data.info["clipped_fraction"] == (0 if bound == "max" else np.mean(norms > bound))
 
 
-def test_bad_cells_are_numbered_in_the_whole_table_across_blocks(tmp_path):
-    values = np.random.default_rng(3).standard_normal((1000, 2))
-    values[[700, 950], 1] = np.nan
-    with pytest.raises(ValueError, match=r"2 row\(s\) hold NaN.*first: row 700, column 'x1'"):
-        table_data(write(tmp_path / "nan.csv", values), None, "none", 5.0, block_bytes=8 * 2 * 128)
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".parquet"])
+def test_bad_cells_are_numbered_in_the_whole_table_across_blocks(tmp_path, suffix):
+    """Also when the summing thread of the table's second share (Parquet row groups, .npy rows) meets them."""
+    values = np.random.default_rng(3).standard_normal((2000, 2))
+    values[[1500, 1950], 1] = np.nan
+    with pytest.raises(ValueError, match=r"2 row\(s\) hold NaN.*first: row 1500, column '(x1|1)'"):
+        table_data(write(tmp_path / f"nan{suffix}", values), None, "none", 5.0, block_bytes=8 * 2 * 128)
+
+
+def test_non_numeric_cells_are_numbered_in_the_whole_table(tmp_path):
     (tmp_path / "mixed.csv").write_text("a\n" + "1\n" * 600 + "three\n")
     with pytest.raises(ValueError, match=r"column 'a' is not numeric \(row 600: 'three'\)"):
         table_data(tmp_path / "mixed.csv", None, "none", 5.0, block_bytes=8 * 100)
@@ -218,7 +223,7 @@ def test_bad_cells_are_numbered_in_the_whole_table_across_blocks(tmp_path):
 
 def test_a_streamed_table_holds_one_block_in_memory(tmp_path):
     """Peak Python/numpy allocations while summing a memory-mapped .npy of 48 MB in 1 MB blocks stay a
-    dozen blocks (one read ahead, two being summed, their band copies), not the file (tracemalloc sees
+    dozen blocks (each of the two summing threads' block and its reused work arrays), not the file (tracemalloc sees
     numpy's allocations; the mapped file is not one)."""
     import tracemalloc
     path = tmp_path / "big.npy"
