@@ -30,8 +30,9 @@ Bad input gets a clear error: a missing file (every place looked), an unsupporte
 or repeated columns, non-numeric cells, NaN/inf (first row and column), no rows, a bad bound.
 
 Streamed: the file is read a block of rows at a time (``file_blocks``: .npy by plain reads of row ranges,
-CSV/TSV in chunks, Parquet by record batches) into the sums a CovProblem holds (mechanisms/problem.py BandSums),
-so memory is a few blocks whatever the table's size; the dataset returns those sums, not the rows.
+CSV/TSV in chunks, Parquet by record batches; .npy and Parquet in two shares, each read and summed in its own
+thread) into the sums a CovProblem holds (mechanisms/problem.py BandSums.add_columns), so memory is a few
+blocks whatever the table's size; the dataset returns those sums, not the rows.
 """
 from __future__ import annotations
 
