@@ -477,6 +477,8 @@ def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = 
             for _ in _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1]):
                 pass
             raise
+    if not seen["rows"]:
+        raise ValueError(f"{file}: no rows")
     info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": seen["clipped"] / seen["rows"],
             "max_norm": seen["max_norm"],
             "private_preprocessing": bound == "private" or (standardize == "none" and bound != "max")}

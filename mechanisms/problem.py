@@ -18,6 +18,8 @@ from functools import cached_property
 
 import numpy as np
 
+from .banded import FINE, band_edges, norm_and_band, scratch, sort_tile
+
 _NORM_SLACK = 1e-9  # relative tolerance for rows that sit on the ball's surface
 NORM_BLOCK = 2**20  # entries of X per block in row_norms (8 MB)
 TILE_ROWS = 8192  # add_columns sorts and sums a tile of rows at a time (in cache): 1.4x whole blocks
@@ -263,8 +265,6 @@ class BandSums:
         BLAS from contiguous slices, in this thread's reused work arrays. Returns the block's largest norm
         before clipping and how many rows were clipped. Agrees with ``add`` on the same rows to rounding (sums
         in another order)."""
-        from .banded import FINE, band_edges, norm_and_band, scratch, sort_tile
-
         columns = _column_block(columns, scratch)
         d, m = columns.shape
         if self.d is not None and d != self.d:

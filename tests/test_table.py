@@ -117,6 +117,9 @@ def test_bad_files_are_refused(tmp_path):
     (tmp_path / "empty.csv").write_text("a,b\n")
     with pytest.raises(ValueError, match="no rows"):
         load(tmp_path / "empty.csv")
+    for suffix in (".npy", ".parquet"):
+        with pytest.raises(ValueError, match="no rows"):
+            load(write(tmp_path / f"empty{suffix}", np.zeros((0, 2))))
     (tmp_path / "mixed.csv").write_text("a\n1\n2\nthree\n")
     with pytest.raises(ValueError, match="column 'a' is not numeric \\(row 2: 'three'\\)"):
         load(tmp_path / "mixed.csv")
