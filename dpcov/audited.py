@@ -1,7 +1,8 @@
 """dpcov's estimators end to end, as mechanisms the black-box audits can run: the private norm bound
 (radius="private"), the clipping, the private mean, the choice of mechanism="auto" and the release,
 one per notion of budget, and PrivatePCA under pure and approximate DP (the latter where auto releases
-the rows' median norm before choosing).
+the rows' median norm before choosing); and the private pipeline of a streamed table (``pipeline_streamed``,
+``pipeline_pure_streamed``): the band sums built a block at a time by the compiled passes.
 
     python scripts/audit.py dpcov.audited:covariance_zcdp --seconds 60
     python scripts/audit.py dpcov.audited:covariance_pure --seconds 60
@@ -17,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from audits.pairs import PairSpec
-from mechanisms.registry import AuditNeeds, register_mechanism
+from mechanisms.problem import BandSums
+from mechanisms.registry import MECHANISMS, AuditNeeds, register_mechanism
 
 from .estimators import PrivateCovariance, PrivatePCA
 
@@ -70,3 +72,30 @@ def pca_pure(problem, accountant, rng):
                     needs=("raw rows",))
 def pca_approx(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True)
+
+
+# dataset=table with bound=private: the pipeline reads band sums that data/table.py built a block at a time with
+# BandSums.add_columns (mechanisms/banded.py), not from_rows; these lines audit the pipeline on exactly those sums
+# (the pair's rows in blocks of 64: 1000 rows, 16 blocks merged in one BandSums)
+STREAM_BLOCK = 64
+
+
+def _streamed(problem):
+    if problem.rows is None:
+        raise ValueError("the streamed path needs the pair's raw rows (CovProblem.from_rows(..., rows=...))")
+    sums = BandSums(problem.radius)
+    for start in range(0, len(problem.rows), STREAM_BLOCK):
+        sums.add_columns(problem.rows[start:start + STREAM_BLOCK].T)
+    return sums.problem(rows=problem.rows)
+
+
+@register_mechanism(notion="zcdp", label="Private pipeline (streamed band sums)", audit=MECHANISMS["pipeline"].audit,
+                    needs=("raw rows",))
+def pipeline_streamed(problem, accountant, rng):
+    return MECHANISMS["pipeline"].fn(_streamed(problem), accountant, rng)
+
+
+@register_mechanism(notion="pure", label="Private pipeline (streamed band sums)",
+                    audit=MECHANISMS["pipeline_pure"].audit, needs=("raw rows",))
+def pipeline_pure_streamed(problem, accountant, rng):
+    return MECHANISMS["pipeline_pure"].fn(_streamed(problem), accountant, rng)

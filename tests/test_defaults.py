@@ -223,6 +223,25 @@ def test_the_estimator_path_audit_plugins_charge_what_the_fit_spent():
     assert "norm 0.5-quantile: SVT" in [what for what, _ in fit.ledger_], fit.ledger_
 
 
+def test_the_streamed_pipeline_plugins_read_the_band_sums_a_table_streams():
+    """pipeline_streamed builds the pair's band sums a block at a time (BandSums.add_columns, as data/table.py
+    does) and releases what the pipeline releases from them: the same noise draws as on from_rows' sums, so the
+    same matrix to rounding."""
+    from dpcov import audited
+    from audits.pairs import PairSpec
+
+    problem = PairSpec("new_direction", 1000).build().problems[1]
+    streamed = audited._streamed(problem)
+    assert streamed.n == problem.n and np.array_equal(streamed.band_counts, problem.band_counts)
+    np.testing.assert_allclose(streamed.band_moments, problem.band_moments, rtol=0, atol=1e-14)
+    for name, inner, budget in [("pipeline_streamed", "pipeline", dpcov.ZCDP(0.5)),
+                                ("pipeline_pure_streamed", "pipeline_pure", dpcov.PureDP(1.0))]:
+        out, accountant = dpcov.release(f"dpcov.audited:{name}", problem, budget, np.random.default_rng(1))
+        expected, _ = dpcov.release(inner, problem, budget, np.random.default_rng(1))
+        np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-12)
+        assert accountant.fully_spent()
+
+
 def test_the_audit_catches_a_radius_read_from_the_data_and_passes_the_private_one(monkeypatch):
     """On the sphere pair (every row of norm 0.01 against one row on the unit sphere) a radius read from
     the data moves the noise by 100^2: flagged. radius="private" on the same pair: not flagged."""
