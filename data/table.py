@@ -473,12 +473,13 @@ def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = 
     with ThreadPoolExecutor(1) as pool:
         digest = pool.submit(file_digest, file)  # beside the sums (hashing releases the GIL); once per file version
         names, shares, as_seen = table_blocks(file, columns, standardize, bound, block_bytes)
+        radius = 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound)
         try:
-            sums, seen = summed(shares, 1.0 if bound == "max" else OUTER_RADIUS if bound == "private" else float(bound),
-                                as_seen)
-        except ValueError:  # NaN/inf found in a share: the table's own account (how many rows, the first in it)
+            sums, seen = summed(shares, radius, as_seen)
+        except ValueError:  # a share refused a row: the table's own account, numbered in the whole table
             for _ in _finite_blocks(file, names, file_blocks(file, columns, block_bytes)[1]):
-                pass
+                pass  # NaN/inf: how many rows, the first
+            summed([file_blocks(file, columns, block_bytes, as_columns=True)[1]], radius, as_seen)  # in order
             raise
     if not seen["rows"]:
         raise ValueError(f"{file}: no rows")

@@ -13,17 +13,21 @@ import numpy as np
 from numba import njit
 
 _reused = threading.local()
+KEPT_BYTES = 64 << 20  # the largest work array a thread keeps between blocks (a 16 MB block needs 16 MB)
 
 
 def scratch(name: str, shape: tuple, dtype=float) -> np.ndarray:
-    """This thread's work array ``name`` of ``shape`` (contents undefined), kept for the next block: it grows
-    to the largest block seen and is never handed out of add_columns."""
+    """This thread's work array ``name`` of ``shape`` (contents undefined), kept for the next block up to
+    KEPT_BYTES (a larger one, e.g. a big Dask partition, is fresh and not kept); never handed out of
+    add_columns."""
     size = math.prod(shape)
     kept = getattr(_reused, name, None)
     if kept is None or kept.size < size or kept.dtype != dtype:
         kept = np.empty(max(size, 1), dtype)
-        setattr(_reused, name, kept)
+        if kept.nbytes <= KEPT_BYTES:
+            setattr(_reused, name, kept)
     return kept[:size].reshape(shape)
+
 
 FINE, NOT_FINITE, OUTSIDE = -1, -2, -3  # the first pass's status: all rows fine, or the first bad row's kind
 
@@ -64,7 +68,7 @@ def norm_and_band(columns: np.ndarray, clip: float, divisor: float, radius: floa
     largest, clipped = 0.0, 0
     for i in range(m):
         norm = math.sqrt(norms[i])
-        if not norm <= math.inf:
+        if not norm < math.inf:  # NaN or inf in the row, or squares beyond float64: add_columns says which
             return NOT_FINITE, i, largest, clipped
         largest = max(largest, norm)
         factor = 1.0
@@ -95,13 +99,18 @@ def sort_tile(columns: np.ndarray, start: int, stop: int, factors: np.ndarray, n
     for j in range(len(counts)):
         following[j] = total
         total += counts[j]
+    tiny = False  # a norm whose reciprocal overflows (subnormal): that tile's units by division
     for i in range(start, stop):
         place[i - start] = following[bands[i]]
         following[bands[i]] += 1
         inverse[i - start] = 1.0 / norms[i] if norms[i] > 0 else 0.0
+        tiny = tiny or inverse[i - start] == math.inf
     for k in range(d):  # a column at a time: contiguous reads, one run of writes per band
         column, row, unit = columns[k], rows[k], units[k]
         for i in range(start, stop):
             value = column[i] * factors[i]
             row[place[i - start]] = value
-            unit[place[i - start]] = value * inverse[i - start]
+            if tiny:
+                unit[place[i - start]] = value / norms[i] if norms[i] > 0 else 0.0
+            else:
+                unit[place[i - start]] = value * inverse[i - start]

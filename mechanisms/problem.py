@@ -69,11 +69,14 @@ def _checked_rows(X, radius: float) -> tuple[np.ndarray, np.ndarray]:
     norms = row_norms(X)
     worst = int(np.argmax(norms))
     if norms[worst] > radius * (1 + _NORM_SLACK):
-        raise ValueError(
-            f"row {worst} has norm {norms[worst]:.6g} > radius {radius:g}: the mechanisms' privacy "
-            f"proofs need every row inside the ball of radius {radius:g}; rescale or clip the data"
-        )
+        raise ValueError(_outside(worst, norms[worst], radius))
     return X, norms
+
+
+def _outside(row: int, norm: float, radius: float) -> str:
+    shown = f"{norm:.6g}" if float(f"{norm:.6g}") > radius else repr(float(norm))  # every digit at the surface
+    return (f"row {row} has norm {shown} > radius {radius:g}: the mechanisms' privacy proofs need every row "
+            f"inside the ball of radius {radius:g}; rescale or clip the data")
 
 
 @dataclass(frozen=True)
@@ -261,27 +264,26 @@ class BandSums:
     def add_columns(self, columns, clip: float = np.inf, divisor: float = 1.0) -> tuple[float, int]:
         """Add a block of rows given as its columns: a d x m array, or d arrays of m values (a streamed block:
         Parquet's own buffers), each row clipped to norm ``clip`` and then divided by ``divisor``; checked like
-        ``add`` (NaN/inf, inside the ball). mechanisms/banded.py's two compiled passes, then each band's sums by
-        BLAS from contiguous slices, in this thread's reused work arrays. Returns the block's largest norm
-        before clipping and how many rows were clipped. Agrees with ``add`` on the same rows to rounding (sums
-        in another order)."""
-        columns = _column_block(columns, scratch)
+        ``add`` (NaN/inf, inside the ball; squares beyond float64 refused too). mechanisms/banded.py's two
+        compiled passes, then each band's sums by BLAS from contiguous slices, in this thread's reused work
+        arrays. Returns the block's largest norm before clipping and how many rows were clipped. Agrees with
+        ``add`` on the same rows to rounding (sums in another order), except that a clipped row's norm is taken
+        as exactly ``clip``: its band is decided on that, where clip_rows' rounding can leave it an ulp above."""
+        columns = _column_block(columns)
         d, m = columns.shape
         if self.d is not None and d != self.d:
             raise ValueError(f"a block of {d} columns after blocks of {self.d}")
+        self.d = d
+        if not m:  # an empty block (e.g. a filtered Dask partition) adds nothing
+            return 0.0, 0
         edges = band_edges(self.radius)
         factors, norms, bands = scratch("factors", (m,)), scratch("norms", (m,)), scratch("bands", (m,), np.int64)
         counts = np.empty(len(edges), np.int64)
         status, row, largest, clipped = norm_and_band(columns, float(clip), float(divisor), self.radius,
                                                       self.radius * (1 + _NORM_SLACK), edges, factors, norms,
                                                       bands, counts)
-        if status != FINE:  # add's check on the rows as seen says what is wrong, numbered in the table
-            bad = columns[:, row:row + 1].T
-            bad = clip_rows(bad, clip)[0] / divisor if np.all(np.isfinite(bad)) else bad
-            try:
-                _checked_rows(bad, self.radius)
-            except ValueError as err:
-                raise ValueError(_renumber(str(err), self.n + row)) from None
+        if status != FINE:  # pass 1 stopped at ``row``: say what is wrong with it, numbered in the table
+            raise ValueError(_renumber(_bad_row(columns[:, row], clip, divisor, self.radius), self.n + row))
         tile = min(m, TILE_ROWS)
         rows, units = scratch("rows", (d, tile)), scratch("units", (d, tile))
         place, inverse, ones = scratch("place", (tile,), np.int64), scratch("inverse", (tile,)), np.ones(tile)
@@ -304,7 +306,6 @@ class BandSums:
                     sums[j] = list(terms)
         for j, (moment, direction, total, unit_total) in sums.items():
             self._accumulate(int(j), int(counts[j]), moment, direction, total, unit_total)
-        self.d = d
         self.n += m
         return float(largest), int(clipped)
 
@@ -353,7 +354,7 @@ class BandSums:
                           rows, sums, unit_sums)
 
 
-def _column_block(columns, scratch) -> np.ndarray:
+def _column_block(columns) -> np.ndarray:
     """A block's columns as one C-contiguous d x m float64 array: the array itself when it is one, else
     copied into this thread's reused ``scratch`` (one pass; no fresh pages per block)."""
     if isinstance(columns, np.ndarray) and columns.ndim == 2 and columns.dtype == float \
@@ -367,9 +368,22 @@ def _column_block(columns, scratch) -> np.ndarray:
         block = scratch("columns", (len(arrays), len(arrays[0])))
         for k, a in enumerate(arrays):
             block[k] = a
-    if not block.size:
-        raise ValueError(f"a block of columns must hold at least one row and one column, got shape {block.shape}")
+    if not len(block):
+        raise ValueError(f"a block of columns must hold at least one column, got shape {block.shape}")
     return block
+
+
+def _bad_row(x: np.ndarray, clip: float, divisor: float, radius: float) -> str:
+    """What is wrong with a row pass 1 refused (numbered 0, for _renumber): a NaN/inf cell, squares beyond
+    float64, or a norm outside the ball once clipped and divided."""
+    if not np.all(np.isfinite(x)):
+        return f"data contains NaN or inf (first at row 0, column {int(np.flatnonzero(~np.isfinite(x))[0])})"
+    with np.errstate(over="ignore"):
+        norm = float(np.sqrt(np.sum(x * x)))
+    if not np.isfinite(norm):
+        return (f"row 0 has entries up to {np.abs(x).max():.3g}, whose squares exceed float64: rescale the data "
+                f"before it is summed")
+    return _outside(0, min(norm, clip) / divisor, radius)
 
 
 def _renumber(message: str, offset: int) -> str:

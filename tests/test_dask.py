@@ -92,3 +92,15 @@ def test_estimators_fit_dask_collections_on_a_cluster():
         coef = ridge.fit(X, y).coef_.copy()
         remote = ridge.fit(da.from_array(X, chunks=(1500, 4)), da.from_array(y, chunks=1500))
         assert np.allclose(remote.coef_, coef, rtol=1e-9, atol=1e-12) and remote.n_features_in_ == 4
+
+
+def test_empty_partitions_add_nothing():
+    """A filtered dataframe's empty partitions (Dask's local scheduler) add no rows and no error."""
+    import dask
+    import dask.dataframe as dd
+
+    rows = np.random.default_rng(1).uniform(-0.3, 0.3, size=(100, 3))
+    frame = dd.from_pandas(pd.DataFrame(rows, columns=list("abc")), npartitions=4)
+    kept = frame.map_partitions(lambda part: part[part.index >= 50])  # the first two partitions: empty
+    with dask.config.set(scheduler="synchronous"):
+        assert_same_statistics(dask_sums(kept, 1.0, clip=True).problem(), CovProblem.from_rows(rows[50:]))

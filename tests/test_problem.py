@@ -355,3 +355,40 @@ def test_columns_as_arrays_or_lists_and_reused_work_arrays_do_not_leak_between_s
     _same_sums(turns_other, alone_other)
     with pytest.raises(ValueError, match="arrays of the same length"):
         problem_module.BandSums(1.0).add_columns([np.zeros(3), np.zeros(4)])
+
+
+def test_columns_refuse_inf_and_overflow_even_when_clipping():
+    """Clipping an inf row (factor clip / inf = 0) would sum inf * 0 = NaN: refused like NaN, as are rows whose
+    squares overflow."""
+    sums = problem_module.BandSums(1.0)
+    with pytest.raises(ValueError, match=r"NaN or inf \(first at row 1, column 0\)"):
+        sums.add_columns(np.array([[0.5, np.inf], [0.1, 0.0]]), clip=1.0)
+    with pytest.raises(ValueError, match=r"row 1 has entries up to 1e\+200, whose squares exceed float64"):
+        sums.add_columns(np.array([[0.5, 1e200], [0.1, 0.0]]), clip=1.0)
+
+
+def test_columns_refuse_every_row_pass_one_refuses_at_the_balls_edge():
+    """Rows within a few ulps of radius (1 + slack): pass 1 sums squares in order, numpy pairwise; whatever pass
+    1 decides, a refused row raises (it once fell through to the rest of the block with half-filled arrays)."""
+    rng = np.random.default_rng(9)
+    limit = 1.0 * (1 + problem_module._NORM_SLACK)
+    for trial in range(300):
+        X = rng.uniform(-0.2, 0.2, (40, 24))
+        X[trial % 40] *= np.nextafter(limit, (2 * (trial % 2) - 1) * np.inf) / np.linalg.norm(X[trial % 40])
+        X[trial % 40] *= 1 + (trial % 9 - 4) * 2.0**-52
+        sums = problem_module.BandSums(1.0)
+        try:
+            sums.add_columns(X.T)
+        except ValueError as err:
+            assert f"row {trial % 40} has norm" in str(err)
+            continue
+        assert sums.n == 40 and sum(sums.counts.values()) == 40
+
+
+def test_columns_empty_blocks_and_subnormal_norms():
+    sums = problem_module.BandSums(1.0)
+    assert sums.add_columns(np.zeros((3, 0))) == (0.0, 0) and sums.n == 0 and sums.d == 3  # a filtered partition
+    X = np.array([[1e-310, 0.0, 0.0], [0.0, 2e-320, 1e-320], [0.3, 0.4, 0.0]])
+    sums.add_columns(X.T)
+    _same_sums(sums, problem_module.BandSums(1.0).add(X))  # unit rows of subnormal norms: finite, by division
+    assert all(np.isfinite(v).all() for v in sums.directions.values())

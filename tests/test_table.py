@@ -213,9 +213,12 @@ def test_streamed_statistics_equal_the_in_memory_build(tmp_path, suffix, standar
 def test_bad_cells_are_numbered_in_the_whole_table_across_blocks(tmp_path, suffix):
     """Also when the summing thread of the table's second share (Parquet row groups, .npy rows) meets them."""
     values = np.random.default_rng(3).standard_normal((2000, 2))
-    values[[1500, 1950], 1] = np.nan
+    values[1500, 1], values[1950, 0] = np.nan, np.inf  # inf too: a clipped inf row would sum to NaN
     with pytest.raises(ValueError, match=r"2 row\(s\) hold NaN.*first: row 1500, column '(x1|1)'"):
         table_data(write(tmp_path / f"nan{suffix}", values), None, "none", 5.0, block_bytes=8 * 2 * 128)
+    values[1500, 1], values[1950, 0] = 1e200, 0.0  # finite, but its square is not: numbered in the whole table
+    with pytest.raises(ValueError, match=r"row 1500 has entries up to 1e\+200, whose squares exceed float64"):
+        table_data(write(tmp_path / f"big{suffix}", values), None, "none", 5.0, block_bytes=8 * 2 * 128)
 
 
 def test_non_numeric_cells_are_numbered_in_the_whole_table(tmp_path):
