@@ -237,6 +237,22 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def workers_started(pid: int) -> bool:
+    """The run's two loky workers are past their start-up: their initializer (experiments/runner.py
+    exit_with_parent) set SIGINT to be ignored. A worker still importing when Ctrl-C reaches the process
+    group prints loky's traceback (the run still ends with one line, code 130 and resumes exactly)."""
+    workers = []
+    for child in children(pid):
+        try:
+            if b"popen_loky_posix" in Path(f"/proc/{child}/cmdline").read_bytes():
+                status = Path(f"/proc/{child}/status").read_text()
+                ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+                workers.append(bool(ignored & (1 << (signal.SIGINT - 1))))
+        except (OSError, StopIteration):
+            pass
+    return len(workers) >= 2 and all(workers)
+
+
 def wait_for(condition, limit=120.0):
     end = time.monotonic() + limit
     while time.monotonic() < end:
@@ -296,6 +312,7 @@ def test_ctrl_c_says_one_line_ends_the_workers_and_resumes_exactly(tmp_path):
     args = INTERRUPTIBLE
     run = start(out, tmp_path / "int.log", args)
     assert wait_for(lambda: rows(results) > 0)  # some runs are in, workers are busy
+    assert wait_for(lambda: workers_started(run.pid))  # both past their start-up (see workers_started)
     workers = children(run.pid)
     sent = time.time()
     os.killpg(run.pid, signal.SIGINT)  # as a terminal sends Ctrl-C: to the whole process group
@@ -308,6 +325,7 @@ def test_ctrl_c_says_one_line_ends_the_workers_and_resumes_exactly(tmp_path):
         args = LONGER
         run = start(out, tmp_path / "int.log", args)
         assert wait_for(lambda: rows(results) > 0)
+        assert wait_for(lambda: workers_started(run.pid))
         workers = children(run.pid)
         os.killpg(run.pid, signal.SIGINT)
         code = run.wait(60)
