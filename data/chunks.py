@@ -28,20 +28,21 @@ def _partitions(obj, columns=None) -> list:
     return list((obj if columns is None else obj[list(columns)]).to_delayed())
 
 
-def _add_block(sums: BandSums, X: np.ndarray, clip: bool) -> BandSums:
-    """Add a block of rows, clipped to the sums' radius first with clip=True (else checked inside it)."""
-    sums.add_columns(X.T, sums.radius if clip else np.inf)  # X.T: its columns, copied into reused memory
+def _add_columns(sums: BandSums, columns, clip: bool) -> BandSums:
+    """Add a block given as its columns, its rows clipped to the sums' radius first with clip=True (else checked
+    inside it)."""
+    sums.add_columns(columns, sums.radius if clip else np.inf)
     return sums
 
 
 def _block_sums(X: np.ndarray, radius: float, clip: bool) -> BandSums:
-    return _add_block(BandSums(radius), X, clip)
+    return _add_columns(BandSums(radius), X.T, clip)  # X.T: its columns, copied into reused memory
 
 
 def _file_share_sums(path: Path, columns, part: tuple[int, int], radius: float, clip: bool) -> BandSums:
     sums = BandSums(radius)
-    for X in file_blocks(path, columns, part=part, prefetch=False, as_columns=True)[1]:
-        sums.add_columns(X, sums.radius if clip else np.inf)
+    for block in file_blocks(path, columns, part=part, prefetch=False, as_columns=True)[1]:
+        _add_columns(sums, block, clip)
     return sums
 
 

@@ -437,12 +437,12 @@ def table(path: str, columns, standardize: str, bound, rng: np.random.Generator,
 
 
 def summed(shares: list, radius: float, as_seen) -> tuple[BandSums, dict]:
-    """(the BandSums of the blocks as the mechanisms see them, what was seen: max_norm before clipping, rows,
-    clipped) -- ``as_seen(X)`` = (columns, clip, divisor) for BandSums.add_columns. Each share (an iterator of
+    """(the BandSums of the blocks as the mechanisms see them, what was seen: max_norm before clipping and how many
+    rows were clipped) -- ``as_seen(X)`` = (columns, clip, divisor) for BandSums.add_columns. Each share (an iterator of
     blocks) is read and summed in its own thread (pyarrow, the compiled passes and BLAS release the GIL; a block
     is summed while it is still in cache), the partial sums merged in order: the same bits on any machine."""
     sums = [BandSums(radius) for _ in shares]
-    seen = {"max_norm": 0.0, "rows": 0, "clipped": 0}
+    seen = {"max_norm": 0.0, "clipped": 0}
     lock, failed = threading.Lock(), threading.Event()
 
     def add(k: int) -> None:
@@ -453,7 +453,6 @@ def summed(shares: list, radius: float, as_seen) -> tuple[BandSums, dict]:
                 largest, clipped = sums[k].add_columns(*as_seen(X))
                 with lock:
                     seen["max_norm"] = max(seen["max_norm"], largest)
-                    seen["rows"] += len(X[0])
                     seen["clipped"] += clipped
         except BaseException:
             failed.set()  # the other shares stop at their next block
@@ -481,9 +480,9 @@ def table_data(file: Path, columns, standardize: str, bound, block_bytes: int = 
                 pass  # NaN/inf: how many rows, the first
             summed([file_blocks(file, columns, block_bytes, as_columns=True)[1]], radius, as_seen)  # in order
             raise
-    if not seen["rows"]:
+    if not sums.n:
         raise ValueError(f"{file}: no rows")
-    info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": seen["clipped"] / seen["rows"],
+    info = {"file_sha256": digest.result(), "columns": ",".join(names), "clipped_fraction": seen["clipped"] / sums.n,
             "max_norm": seen["max_norm"],
             "private_preprocessing": bound == "private" or (standardize == "none" and bound != "max")}
     truth = None

@@ -36,14 +36,13 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     return norms
 
 
-def clip_rows(X: np.ndarray, radius: float, norms: np.ndarray | None = None,
-              in_place: bool = False) -> tuple[np.ndarray, int]:
+def clip_rows(X: np.ndarray, radius: float, norms: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """(rows scaled onto the ``radius`` sphere where they lie outside it, how many were) -- Clip(x, r) =
-    min(1, r/||x||) x; a copy only when some row moves (none with in_place=True and a writeable X)."""
+    min(1, r/||x||) x; a copy only when some row moves."""
     norms = row_norms(X) if norms is None else norms
     outside = norms > radius
     if outside.any():
-        X = X if in_place and X.flags.writeable else X.copy()
+        X = X.copy()
         X[outside] *= (radius / norms[outside])[:, None]
     return X, int(outside.sum())
 
@@ -62,8 +61,7 @@ def _checked_rows(X, radius: float) -> tuple[np.ndarray, np.ndarray]:
     if n < 1 or d < 1:
         raise ValueError(f"data must have at least one row and one column, got shape {X.shape}")
     if not np.all(np.isfinite(X)):
-        bad = np.argwhere(~np.isfinite(X))[0]
-        raise ValueError(f"data contains NaN or inf (first at row {bad[0]}, column {bad[1]})")
+        raise ValueError(_not_finite(*np.argwhere(~np.isfinite(X))[0]))
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
     norms = row_norms(X)
@@ -71,6 +69,10 @@ def _checked_rows(X, radius: float) -> tuple[np.ndarray, np.ndarray]:
     if norms[worst] > radius * (1 + _NORM_SLACK):
         raise ValueError(_outside(worst, norms[worst], radius))
     return X, norms
+
+
+def _not_finite(row: int, column: int) -> str:
+    return f"data contains NaN or inf (first at row {row}, column {column})"
 
 
 def _outside(row: int, norm: float, radius: float) -> str:
@@ -377,7 +379,7 @@ def _bad_row(x: np.ndarray, clip: float, divisor: float, radius: float) -> str:
     """What is wrong with a row pass 1 refused (numbered 0, for _renumber): a NaN/inf cell, squares beyond
     float64, or a norm outside the ball once clipped and divided."""
     if not np.all(np.isfinite(x)):
-        return f"data contains NaN or inf (first at row 0, column {int(np.flatnonzero(~np.isfinite(x))[0])})"
+        return _not_finite(0, int(np.flatnonzero(~np.isfinite(x))[0]))
     with np.errstate(over="ignore"):
         norm = float(np.sqrt(np.sum(x * x)))
     if not np.isfinite(norm):
