@@ -392,3 +392,13 @@ def test_columns_empty_blocks_and_subnormal_norms():
     sums.add_columns(X.T)
     _same_sums(sums, problem_module.BandSums(1.0).add(X))  # unit rows of subnormal norms: finite, by division
     assert all(np.isfinite(v).all() for v in sums.directions.values())
+
+
+def test_columns_take_a_clipped_rows_norm_as_exactly_the_clip():
+    """Rows of norm 3 clipped to 0.5 (radius 1) all lie in band 1, (0.25, 0.5]: their norm is taken as exactly
+    0.5, not as the rounded norm of the scaled row, which clip_rows can leave an ulp above 0.5 (band 0)."""
+    rows = np.random.default_rng(10).standard_normal((2000, 7))
+    rows *= 3.0 / np.linalg.norm(rows, axis=1, keepdims=True)
+    sums = problem_module.BandSums(1.0)
+    assert sums.add_columns(rows.T, clip=0.5)[1] == 2000
+    assert sums.counts == {1: 2000}
