@@ -4,13 +4,17 @@ the results merged in a tree (``dask_sums``, ``Rows``)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
-from mechanisms.problem import BandSums
+from mechanisms.problem import BandSums, renumber_rows
 
 from .table import BLOCK_BYTES, block_rows, file_blocks, find_file
+
+
+NUMBERED_ROW = re.compile(r"(first at row |^row )\d+")  # as renumber_rows finds a row's number
 
 
 def is_dask(obj) -> bool:
@@ -145,15 +149,21 @@ class Rows:
     def n(self) -> int:
         if self._n is None:
             self._n = self.reduce(len, int.__add__)
+        if not self._n:  # before any step reads n (e.g. mechanism="auto")
+            raise ValueError(f"{self.data if self.kind == 'file' else 'data'}: no rows")
         return self._n
 
     def reduce(self, fn, combine, *args):
         if self.kind == "array":
             return fn(self.data, *args)
         if self.kind == "file":
-            result = None
+            result, offset = None, 0
             for block in file_blocks(self.data, self.columns, self.block_bytes)[1]:
-                value = fn(block, *args)
+                try:
+                    value = fn(block, *args)
+                except ValueError as err:  # a row-numbered error of the block, numbered in the file
+                    raise ValueError(renumber_rows(str(err), offset)) from None
+                offset += len(block)
                 result = value if result is None else combine(result, value)
             if result is None:
                 raise ValueError(f"{self.data}: no rows")
@@ -163,7 +173,12 @@ class Rows:
         values = [dask.delayed(_as_float_then)(part, fn, *args) for part in _partitions(self.data, self.columns)]
         if not values:
             raise ValueError("data must have at least one row and one column, got no partitions")
-        return dask.compute(_tree(values, combine))[0]
+        try:
+            return dask.compute(_tree(values, combine))[0]
+        except ValueError as err:  # a row-numbered error: numbered within its partition
+            if not NUMBERED_ROW.search(str(err)):
+                raise
+            raise ValueError(f"{err} (rows numbered within their partition)") from None
 
 
 def _as_float_then(part, fn, *args):

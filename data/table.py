@@ -209,8 +209,8 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES, part: tuple
         step = block_rows(len(wanted), block_bytes)
         start, stop = _share(file.num_row_groups, part)
         first = sum(file.metadata.row_group(g).num_rows for g in range(start))
-        frames = file.iter_batches(batch_size=step, columns=read, row_groups=range(start, stop),
-                                    use_threads=False)  # its thread pool only added CPU (the summing threads use the cores)
+        frames = lambda: file.iter_batches(batch_size=step, columns=read, row_groups=range(start, stop),  # noqa: E731
+                                           use_threads=False)  # its thread pool only added CPU (the summing threads use the cores)
         empty = file.schema_arrow.empty_table().to_pandas()
     else:
         if part is not None and part[1] > 1:
@@ -222,13 +222,13 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES, part: tuple
         except (ValueError, OSError, pd.errors.ParserError) as err:
             raise ValueError(f"{path}: cannot read it as {kind} ({err})") from None
         step = block_rows(max(len(empty.columns), 1), block_bytes)
-        frames = pd.read_csv(path, sep=sep, chunksize=step)
+        frames = lambda: pd.read_csv(path, sep=sep, chunksize=step)  # noqa: E731  (opened when read: not for the names)
     names = select_columns(path, None, empty, columns, allow_empty=True)[1]
 
     def blocks():
-        offset = first
+        offset, reader = first, frames()
         try:
-            for frame in frames:  # pandas chunks, or Arrow batches (numbers straight to numpy)
+            for frame in reader:  # pandas chunks, or Arrow batches (numbers straight to numpy)
                 block = _numeric_columns(frame, names)
                 if block is None:
                     frame = frame.to_pandas() if hasattr(frame, "to_pandas") else frame
@@ -243,6 +243,8 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES, part: tuple
             if str(err).startswith(str(path)):
                 raise
             raise ValueError(f"{path}: cannot read it as {kind} ({err})") from None
+        finally:
+            getattr(reader, "close", lambda: None)()  # pandas' reader holds the file open
     return names, prefetched(blocks()) if prefetch else blocks()
 
 

@@ -28,6 +28,7 @@ Privacy, said explicitly by the caller:
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
@@ -63,7 +64,7 @@ def _share(name: str, value) -> float:
 
 def _checked(X: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(X)):
-        raise ValueError(f"data contains NaN or inf (first at row {np.argwhere(~np.isfinite(X))[0][0]} of its block)")
+        raise ValueError(f"data contains NaN or inf (first at row {np.argwhere(~np.isfinite(X))[0][0]})")
     return X
 
 
@@ -299,6 +300,11 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
             raise ValueError(f"n_components must be an integer in [1, n_features = {d}], got {k!r}")
         spectral, self.mean_, radius, _ = self._private_covariance(X, components=int(k), spectral=True, clamp=False)
         order = np.argsort(-spectral.values, kind="stable")[:k]  # largest private eigenvalues first (unclamped)
+        if not np.any(spectral.values):
+            warnings.warn(f"{self.mechanism_} released a zero covariance: nothing about the data at this budget "
+                          f"(e.g. AdaptiveCov's private radius finds no row above r 2^-K with too few rows for its "
+                          f"share); components_ are the first {k} coordinate axes, not principal components",
+                          UserWarning, stacklevel=2)
         self.components_ = spectral.vectors[:, order].T.copy()
         self.explained_variance_ = np.clip(spectral.values[order], 0.0, radius**2)  # post-processing
         self.n_components_ = int(k)

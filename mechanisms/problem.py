@@ -247,7 +247,7 @@ class BandSums:
             try:
                 X, norms = _checked_rows(X, self.radius)
             except ValueError as err:  # number the row across blocks
-                raise ValueError(_renumber(str(err), self.n)) from None
+                raise ValueError(renumber_rows(str(err), self.n)) from None
         self.d = X.shape[1]
         X = np.ascontiguousarray(X)  # rows are taken below: 8x faster from a row-major block (same values)
         nonzero = norms > 0
@@ -285,7 +285,7 @@ class BandSums:
                                                       self.radius * (1 + _NORM_SLACK), edges, factors, norms,
                                                       bands, counts)
         if status != FINE:  # pass 1 stopped at ``row``: say what is wrong with it, numbered in the table
-            raise ValueError(_renumber(_bad_row(columns[:, row], clip, divisor, self.radius), self.n + row))
+            raise ValueError(renumber_rows(_bad_row(columns[:, row], clip, divisor, self.radius), self.n + row))
         tile = min(m, TILE_ROWS)
         rows, units = scratch("rows", (d, tile)), scratch("units", (d, tile))
         place, inverse, ones = scratch("place", (tile,), np.int64), scratch("inverse", (tile,)), np.ones(tile)
@@ -376,7 +376,7 @@ def _column_block(columns) -> np.ndarray:
 
 
 def _bad_row(x: np.ndarray, clip: float, divisor: float, radius: float) -> str:
-    """What is wrong with a row pass 1 refused (numbered 0, for _renumber): a NaN/inf cell, squares beyond
+    """What is wrong with a row pass 1 refused (numbered 0, for renumber_rows): a NaN/inf cell, squares beyond
     float64, or a norm outside the ball once clipped and divided."""
     if not np.all(np.isfinite(x)):
         return _not_finite(0, int(np.flatnonzero(~np.isfinite(x))[0]))
@@ -388,7 +388,7 @@ def _bad_row(x: np.ndarray, clip: float, divisor: float, radius: float) -> str:
     return _outside(0, min(norm, clip) / divisor, radius)
 
 
-def _renumber(message: str, offset: int) -> str:
+def renumber_rows(message: str, offset: int) -> str:
     """A row-numbered error of one block, numbered in the whole table (offset: rows before the block)."""
     if not offset:
         return message

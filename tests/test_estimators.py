@@ -258,3 +258,31 @@ def test_fit_streams_a_table_file_to_the_in_memory_release(tmp_path, suffix):
         fitted = ("covariance_", "location_") if hasattr(memory, "covariance_") else ("components_", "mean_")
         for name in fitted:
             assert np.allclose(getattr(streamed, name), getattr(memory, name), rtol=1e-9, atol=1e-12), name
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv", ".parquet"])
+def test_fit_on_a_file_numbers_a_refused_row_in_the_file_and_refuses_no_rows_first(tmp_path, suffix):
+    """A NaN in a later block of a file is reported by its row in the whole file (not in its block); an
+    empty file says "no rows" before any step reads n (mechanism="auto"'s table, on n = 0)."""
+    from data.chunks import Rows
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    X = np.random.default_rng(4).standard_normal((12000, 5)) * [0.3, 0.2, 0.1, 0.05, 0.02]
+    X[9000, 2] = np.nan
+
+    def write(rows, to):
+        if suffix == ".npy":
+            np.save(to, rows)
+        else:
+            frame = pd.DataFrame(rows, columns=list("abcde"))
+            frame.to_csv(to, index=False) if suffix == ".csv" else frame.to_parquet(to, row_group_size=1000)
+        return to
+
+    estimator = dpcov.PrivatePCA(2, budget=dpcov.ZCDP(1.0), radius="private", centering="private", random_state=3)
+    with pytest.raises(ValueError, match=r"row 9000\b"):
+        estimator.fit(Rows(write(X, tmp_path / f"t{suffix}"), block_bytes=8 * 5 * 1000))
+    empty = write(X[:0], tmp_path / f"empty{suffix}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="no rows"):
+            clone(estimator).set_params(radius=1.0).fit(str(empty))
