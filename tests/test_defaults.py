@@ -356,3 +356,24 @@ def test_norm_quantile_is_eps_dp_on_a_neighbouring_pair():
 
     assert worst_log_ratio(eps) <= eps
     assert worst_log_ratio(6 * eps) > eps
+
+
+def test_a_choice_from_the_other_sets_leaves_the_cells_own_set_out():
+    """scripts/defaults.py fresh: each cell's mechanism chosen from the other sets' cells of its notion only
+    (its own set left out), weighed by distance in (budget, n, d): a set unlike the rest is not told its own
+    best; a cell of another notion does not vote."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("defaults_script", Path(__file__).resolve().parents[1]
+                                                  / "scripts" / "defaults.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cell = dict(notion="pure", budget=1.0, n=1000, d=10)
+    cells = pd.DataFrame([{**cell, "data": "a", "relative": {"x": 1.0, "y": 0.5}},
+                          {**cell, "data": "b", "relative": {"x": 1.0, "y": 0.6}},
+                          {**cell, "data": "c", "relative": {"x": 0.4, "y": 1.0}},
+                          {**cell, "notion": "zcdp", "data": "d", "relative": {"y": 1.0, "x": 0.0}},
+                          {**cell, "notion": "zcdp", "data": "e", "relative": {"x": 1.0}},
+                          {**cell, "data": "f", "n": 10**7, "relative": {"y": 1.0, "x": 0.0}}])
+    # a: b, c (x 0.7, y 0.8; f, far in n, weighs ~0); b: a, c (x 0.7, y 0.75); c: a, b say x; d: e alone (y
+    # missing there counts 0); e: d; f: a, b, c at one distance (x 0.8, y 0.7)
+    assert script._by_other_sets(cells, width=0.5) == ["y", "y", "x", "x", "y", "x"]
