@@ -1,7 +1,8 @@
 """dpcov's estimators end to end, as mechanisms the black-box audits can run: the private norm bound
 (radius="private"), the clipping, the private mean, the choice of mechanism="auto" and the release,
 one per notion of budget, and PrivatePCA under pure and approximate DP (the latter where auto releases
-the rows' median norm before choosing); and the private pipeline of a streamed table (``pipeline_streamed``,
+the rows' median norm before choosing; ``pca_pure_fallback``: where auto's choice releases nothing and the next
+mechanism runs at the unspent budget); and the private pipeline of a streamed table (``pipeline_streamed``,
 ``pipeline_pure_streamed``): the band sums built a block at a time by the compiled passes.
 
     python scripts/audit.py dpcov.audited:covariance_zcdp --seconds 60
@@ -32,10 +33,10 @@ SEARCH = (PairSpec("sphere", 10000), PairSpec("swap_values", 10000), PairSpec("z
 AUDIT = AuditNeeds("dp", (("swap_values", 10000),), search_pairs=SEARCH)
 
 
-def _fit(problem, accountant, rng, pca: bool = False):
+def _fit(problem, accountant, rng, pca: bool = False, radius="private"):
     if problem.rows is None:
         raise ValueError("the estimator path needs the pair's raw rows (CovProblem.from_rows(..., rows=...))")
-    common = dict(budget=accountant.total, radius="private", centering="private", random_state=rng)
+    common = dict(budget=accountant.total, radius=radius, centering="private", random_state=rng)
     estimator = (PrivatePCA(1, **common) if pca else PrivateCovariance(**common)).fit(problem.rows)
     accountant.spend(estimator.budget_spent_, f"dpcov estimator ({estimator.mechanism_})")
     if pca:  # the released direction as a rank-one matrix (its sign is arbitrary)
@@ -72,6 +73,19 @@ def pca_pure(problem, accountant, rng):
                     needs=("raw rows",))
 def pca_approx(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True)
+
+
+# auto's fallback (estimators._fall_back): at n = 300 and d = 2 or 3 under 1-DP, the sweep's first budget, auto
+# chooses AdaptiveCov, whose private radius finds no row there; auto then releases the next mechanism of its
+# ranking (AD) at the unspent budget. Radius 1 (public): the private norm bound refuses 300 rows
+SMALL = (PairSpec("swap_values", 300), PairSpec("sphere", 300), PairSpec("zeros", 300), PairSpec("new_direction", 300),
+         PairSpec("threshold", 300, m=1), PairSpec("random", 300, d=3, seed=1))
+
+
+@register_mechanism(notion="pure", label="PrivatePCA (auto, radius 1, k = 1, n = 300: auto's fallback)",
+                    audit=AuditNeeds("dp", (("swap_values", 300),), search_pairs=SMALL), needs=("raw rows",))
+def pca_pure_fallback(problem, accountant, rng):
+    return _fit(problem, accountant, rng, pca=True, radius=1.0)
 
 
 # dataset=table with bound=private: the pipeline reads band sums that data/table.py built a block at a time with

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
@@ -223,20 +224,61 @@ class _PrivateFit:
                 shift, radius = centre, radius + float(np.linalg.norm(centre))
         problem = rows.reduce(_band_sums, BandSums.merge, clip, shift, radius).problem()
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {})}
-        second_moment = self.centering == "private" and not (top_k or mechanism.centre_rows)
+        second_moment = self.centering == "private" and shift is None
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
                                   spectral=spectral and not second_moment, clamp=clamp and not second_moment)
+        ledger = [(f"covariance: {what}", b) for what, b in inner.ledger]
+        # auto's choice stopped early with nothing released (spent a part, not none: the zero matrix spends nothing)
+        if self.mechanism == "auto" and not np.any(_values(estimate)) and inner.spent is not None \
+                and inner.remaining is not None:
+            fallback = self._fall_back(mechanism, problem, inner.remaining, rng, components, shift is not None,
+                                       spectral and not second_moment, clamp and not second_moment)
+            if fallback is not None:
+                mechanism, estimate, extra = fallback
+                ledger += extra
         if second_moment:  # Sigma~ = M~ - mu~ mu~^T, then the clamp (post-processing)
             sigma = as_matrix(estimate) - np.outer(centre, centre)
             estimate = Spectral.of((sigma + sigma.T) / 2) if spectral else sigma
             if clamp:
                 estimate = clamp_eigenvalues(estimate, 0.0, radius**2)
         accountant.spend(cov_budget, f"covariance: {mechanism.label} ({mechanism.name})")
-        self.ledger_ = accountant.ledger[:-1] + [(f"covariance: {what}", b) for what, b in inner.ledger]
+        self.ledger_ = accountant.ledger[:-1] + ledger
         self.budget_spent_ = accountant.spent
         self.mechanism_ = mechanism.name
         self.radius_ = radius
         return estimate, centre, radius, problem.n
+
+
+    def _fall_back(self, failed, problem, remaining, rng, components, centred: bool, spectral: bool, clamp: bool):
+        """mechanism="auto" after its choice released a zero covariance having spent only part of its budget
+        (AdaptiveCov whose private radius found no row: too few rows for its share): the next mechanism of
+        ``advice_``'s ranking that runs on another algorithm and can meet the unspent ``remaining``, released
+        at exactly that. Private: which mechanism runs is a function of the first release (post-processing),
+        the second stage's budget is the first's unspent part whatever it released, and the two compose
+        within the covariance's budget. (mechanism, release, its ledger lines), or None where no mechanism can
+        (the zero release stands; PrivatePCA warns)."""
+        for name, _ in self.advice_.ranking:
+            mechanism = get_mechanism(name)
+            if mechanism.fn is failed.fn:
+                continue
+            try:
+                budget_guaranteeing(remaining, mechanism.notion)
+            except ValueError:
+                continue
+            top_k = centred and components is not None and "components" in mechanism.option_names()
+            estimate, inner = release(name, problem, remaining, rng, options=(
+                {"components": int(components)} if top_k else {}), spectral=spectral, clamp=clamp)
+            self.advice_ = replace(self.advice_, mechanism=name, reason=(
+                f"{self.advice_.reason}; {failed.name} released nothing (its private radius found no row): "
+                f"{name} at its unspent {remaining}"))
+            return mechanism, estimate, [(f"covariance: {what} (after {failed.name} released nothing)", b)
+                                         for what, b in inner.ledger]
+        return None
+
+
+def _values(estimate) -> np.ndarray:
+    """A release's eigenvalues (Spectral) or entries (a matrix): all zero when it says nothing."""
+    return estimate.values if isinstance(estimate, Spectral) else as_matrix(estimate)
 
 
 class PrivateCovariance(_PrivateFit, BaseEstimator):

@@ -185,5 +185,15 @@ class Accountant:
             return PureDP(self._spent[0])
         return self.notion(*self._spent)
 
+    @property
+    def remaining(self) -> Budget | None:
+        """What is left of the total, as a budget of the accountant's notion (None if nothing is)."""
+        left = tuple(lim - s for s, lim in zip(self._spent, self._limit))
+        if left[0] <= _TOLERANCE * self._limit[0]:
+            return None
+        if self.notion is ApproxDP and left[1] <= 0:
+            return PureDP(left[0])
+        return self.notion(*left)
+
     def fully_spent(self) -> bool:
         return all(abs(s - lim) <= _TOLERANCE * lim for s, lim in zip(self._spent, self._limit))

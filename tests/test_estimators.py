@@ -286,3 +286,29 @@ def test_fit_on_a_file_numbers_a_refused_row_in_the_file_and_refuses_no_rows_fir
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="no rows"):
             clone(estimator).set_params(radius=1.0).fit(str(empty))
+
+
+def test_auto_falls_back_when_its_choice_releases_nothing():
+    """300 rows under 1-DP: auto chooses AdaptiveCov, whose private radius finds no row (its eighth of the budget
+    is too little for 300 rows) and releases a zero covariance having spent only that eighth. auto then releases
+    the next mechanism of its ranking at exactly the unspent budget: the whole budget spent, nothing more, a PCA
+    rather than the coordinate axes, and advice_ says why. A named AdaptiveCov releases the zero matrix, with a
+    warning; the zero mechanism (which spends nothing) is never replaced."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((300, 2)) * [0.3, 0.1] @ np.array([[0.6, 0.8], [-0.8, 0.6]])
+    common = dict(budget=dpcov.PureDP(1.0), radius=1.0, centering="private", random_state=0)
+    assert dpcov.defaults.advise("pca", 300, 2, dpcov.PureDP(1.0), 1).mechanism == "adaptive_lap"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no zero release left
+        pca = dpcov.PrivatePCA(1, **common).fit(X)
+    fell_back = [b for what, b in pca.ledger_ if "after adaptive_lap released nothing" in what]
+    assert pca.mechanism_ not in ("adaptive_lap", "adaptive") and fell_back
+    assert [what for what, _ in pca.ledger_][:2] == ["mean (centring)", "covariance: PrivRadius: SVT"]
+    assert sum(b.eps for _, b in pca.ledger_) == pytest.approx(1.0, rel=1e-12) and pca.budget_spent_ == dpcov.PureDP(1.0)
+    assert "adaptive_lap released nothing" in str(pca.advice_) and pca.advice_.mechanism == pca.mechanism_
+    assert np.all(pca.explained_variance_ > 0) and np.count_nonzero(pca.components_[0]) == 2  # not an axis
+    with pytest.warns(UserWarning, match="adaptive_lap released a zero covariance"):
+        named = dpcov.PrivatePCA(1, mechanism="adaptive_lap", **common).fit(X)
+    assert named.mechanism_ == "adaptive_lap" and not np.any(named.explained_variance_)
+    zero = dpcov.PrivateCovariance(mechanism="zero", **common).fit(X)
+    assert not np.any(zero.covariance_) and zero.mechanism_ == "zero"

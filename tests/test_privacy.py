@@ -227,6 +227,25 @@ def test_approx_dp_accountant_adds_eps_and_delta():
         acc.spend(ApproxDP(1e-3, 1e-9), "over")
 
 
+def test_remaining_is_what_the_accountant_still_allows():
+    """Accountant.remaining (mechanism='auto''s fallback runs at it): the total minus what was spent, in the
+    accountant's notion; spending exactly it is allowed and fills the total; None once nothing is left."""
+    for total, first, left in ((ZCDP(1.0), PureDP(1.0), ZCDP(0.5)), (PureDP(2.0), PureDP(0.5), PureDP(1.5)),
+                               (ApproxDP(1.0, 1e-6), PureDP(0.25), ApproxDP(0.75, 1e-6)),
+                               (ApproxDP(1.0, 1e-6), ApproxDP(0.25, 1e-6), PureDP(0.75)),  # no delta left
+                               (ApproxDP(1.0, 1e-6), ApproxDP(0.25, 4e-7), ApproxDP(0.75, 6e-7))):
+        acc = Accountant(total)
+        assert acc.remaining == total
+        acc.spend(first, "first")
+        remaining = acc.remaining
+        assert type(remaining) is type(left)
+        assert all(getattr(remaining, f) == pytest.approx(getattr(left, f), rel=1e-12) for f in vars(left))
+        acc.spend(remaining, "the rest")
+        assert acc.fully_spent() and acc.remaining is None
+        with pytest.raises(BudgetExceeded):
+            acc.spend(PureDP(1e-3), "over")
+
+
 @pytest.mark.parametrize("total, spend", [
     (ZCDP(1.0), ApproxDP(0.1, 1e-6)),
     (PureDP(1.0), ZCDP(0.1)),
