@@ -228,9 +228,11 @@ class _PrivateFit:
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
                                   spectral=spectral and not second_moment, clamp=clamp and not second_moment)
         ledger = [(f"covariance: {what}", b) for what, b in inner.ledger]
-        # auto's choice stopped early with nothing released (spent a part, not none: the zero matrix spends nothing)
-        if self.mechanism == "auto" and not np.any(_values(estimate)) and inner.spent is not None \
-                and inner.remaining is not None:
+        # a PCA whose auto choice stopped early with nothing released (spent a part, not none: the zero matrix spends
+        # nothing). Not for a covariance or a ridge: there the zero matrix is an estimate (error ||Sigma||_F; ridge then
+        # predicts y's mean), which measured better than the fallback's noisy one (results/head_to_head: wine's ridge)
+        if self.mechanism == "auto" and components is not None and not np.any(_values(estimate)) \
+                and inner.spent is not None and inner.remaining is not None:
             fallback = self._fall_back(mechanism, problem, inner.remaining, rng, components, shift is not None,
                                        spectral and not second_moment, clamp and not second_moment)
             if fallback is not None:
@@ -250,8 +252,8 @@ class _PrivateFit:
 
 
     def _fall_back(self, failed, problem, remaining, rng, components, centred: bool, spectral: bool, clamp: bool):
-        """mechanism="auto" after its choice released a zero covariance having spent only part of its budget
-        (AdaptiveCov whose private radius found no row: too few rows for its share): the next mechanism of
+        """PrivatePCA's mechanism="auto" after its choice released a zero covariance having spent only part of its
+        budget (AdaptiveCov whose private radius found no row: too few rows for its share): the next mechanism of
         ``advice_``'s ranking that runs on another algorithm and can meet the unspent ``remaining``, released
         at exactly that. Private: which mechanism runs is a function of the first release (post-processing),
         the second stage's budget is the first's unspent part whatever it released, and the two compose

@@ -293,7 +293,7 @@ def test_auto_falls_back_when_its_choice_releases_nothing():
     is too little for 300 rows) and releases a zero covariance having spent only that eighth. auto then releases
     the next mechanism of its ranking at exactly the unspent budget: the whole budget spent, nothing more, a PCA
     rather than the coordinate axes, and advice_ says why. A named AdaptiveCov releases the zero matrix, with a
-    warning; the zero mechanism (which spends nothing) is never replaced."""
+    warning; the zero mechanism (which spends nothing) is never replaced; PrivateCovariance keeps the zero."""
     rng = np.random.default_rng(2)
     X = rng.standard_normal((300, 2)) * [0.3, 0.1] @ np.array([[0.6, 0.8], [-0.8, 0.6]])
     common = dict(budget=dpcov.PureDP(1.0), radius=1.0, centering="private", random_state=0)
@@ -312,3 +312,7 @@ def test_auto_falls_back_when_its_choice_releases_nothing():
     assert named.mechanism_ == "adaptive_lap" and not np.any(named.explained_variance_)
     zero = dpcov.PrivateCovariance(mechanism="zero", **common).fit(X)
     assert not np.any(zero.covariance_) and zero.mechanism_ == "zero"
+    # a covariance (and a ridge) keeps the zero release: an estimate there, better than the fallback's on wine's ridge
+    covariance = dpcov.PrivateCovariance(**common).fit(X)
+    assert covariance.mechanism_ == "adaptive_lap" and not np.any(covariance.covariance_)
+    assert not any("released nothing" in what for what, _ in covariance.ledger_)
