@@ -233,7 +233,7 @@ class _PrivateFit:
         # predicts y's mean), which measured better than the fallback's noisy one (results/head_to_head: wine's ridge)
         if self.mechanism == "auto" and components is not None and not np.any(_values(estimate)) \
                 and inner.spent is not None and inner.remaining is not None:
-            fallback = self._fall_back(mechanism, problem, inner.remaining, rng, components, shift is not None,
+            fallback = self._fall_back(mechanism, problem, inner.remaining, rng, components, not second_moment,
                                        spectral and not second_moment, clamp and not second_moment)
             if fallback is not None:
                 mechanism, estimate, extra = fallback
@@ -251,7 +251,8 @@ class _PrivateFit:
         return estimate, centre, radius, problem.n
 
 
-    def _fall_back(self, failed, problem, remaining, rng, components, centred: bool, spectral: bool, clamp: bool):
+    def _fall_back(self, failed, problem, remaining, rng, components, final_rows: bool, spectral: bool,
+                   clamp: bool):
         """PrivatePCA's mechanism="auto" after its choice released a zero covariance having spent only part of its
         budget (AdaptiveCov whose private radius found no row: too few rows for its share): the next mechanism of
         ``advice_``'s ranking that runs on another algorithm and can meet the unspent ``remaining``, released
@@ -267,7 +268,8 @@ class _PrivateFit:
                 budget_guaranteeing(remaining, mechanism.notion)
             except ValueError:
                 continue
-            top_k = centred and components is not None and "components" in mechanism.option_names()
+            # a top-k draw where the problem's rows are the ones to decompose (not a second moment to centre after)
+            top_k = final_rows and components is not None and "components" in mechanism.option_names()
             estimate, inner = release(name, problem, remaining, rng, options=(
                 {"components": int(components)} if top_k else {}), spectral=spectral, clamp=clamp)
             self.advice_ = replace(self.advice_, mechanism=name, reason=(

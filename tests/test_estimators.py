@@ -307,6 +307,9 @@ def test_auto_falls_back_when_its_choice_releases_nothing():
     assert sum(b.eps for _, b in pca.ledger_) == pytest.approx(1.0, rel=1e-12) and pca.budget_spent_ == dpcov.PureDP(1.0)
     assert "adaptive_lap released nothing" in str(pca.advice_) and pca.advice_.mechanism == pca.mechanism_
     assert np.all(pca.explained_variance_ > 0) and np.count_nonzero(pca.components_[0]) == 2  # not an axis
+    centred = dpcov.PrivatePCA(1, **{**common, "centering": "assume_centered"}).fit(X - X.mean(axis=0))
+    assert any("released nothing" in what for what, _ in centred.ledger_)  # the fallback draws k = 1 vector, not d
+    assert sum("eigenvector" in what for what, _ in centred.ledger_) <= 1
     with pytest.warns(UserWarning, match="adaptive_lap released a zero covariance"):
         named = dpcov.PrivatePCA(1, mechanism="adaptive_lap", **common).fit(X)
     assert named.mechanism_ == "adaptive_lap" and not np.any(named.explained_variance_)
