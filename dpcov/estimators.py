@@ -250,7 +250,6 @@ class _PrivateFit:
         self.radius_ = radius
         return estimate, centre, radius, problem.n
 
-
     def _fall_back(self, failed, problem, remaining, rng, components, final_rows: bool, spectral: bool,
                    clamp: bool):
         """PrivatePCA's mechanism="auto" after its choice released a zero covariance having spent only part of its
