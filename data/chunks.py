@@ -4,17 +4,13 @@ the results merged in a tree (``dask_sums``, ``Rows``)."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import numpy as np
 
-from mechanisms.problem import BandSums, renumber_rows
+from mechanisms.problem import ROW_NUMBER, BandSums, renumber_rows
 
 from .table import BLOCK_BYTES, block_rows, file_blocks, find_file
-
-
-NUMBERED_ROW = re.compile(r"(first at row |^row )\d+")  # as renumber_rows finds a row's number
 
 
 def is_dask(obj) -> bool:
@@ -176,7 +172,7 @@ class Rows:
         try:
             return dask.compute(_tree(values, combine))[0]
         except ValueError as err:  # a row-numbered error: numbered within its partition
-            if not NUMBERED_ROW.search(str(err)):
+            if not ROW_NUMBER.search(str(err)):
                 raise
             raise ValueError(f"{err} (rows numbered within their partition)") from None
 

@@ -388,11 +388,14 @@ def _bad_row(x: np.ndarray, clip: float, divisor: float, radius: float) -> str:
     return _outside(0, min(norm, clip) / divisor, radius)
 
 
+ROW_NUMBER = re.compile(r"(first at row |^row )(\d+)")  # where a row-numbered error names its row
+
+
 def renumber_rows(message: str, offset: int) -> str:
     """A row-numbered error of one block, numbered in the whole table (offset: rows before the block)."""
     if not offset:
         return message
-    return re.sub(r"(first at row |^row )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + offset}", message)
+    return ROW_NUMBER.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + offset}", message)
 
 
 def dyadic_band(norms: np.ndarray, radius: float) -> np.ndarray:

@@ -104,3 +104,16 @@ def test_empty_partitions_add_nothing():
     kept = frame.map_partitions(lambda part: part[part.index >= 50])  # the first two partitions: empty
     with dask.config.set(scheduler="synchronous"):
         assert_same_statistics(dask_sums(kept, 1.0, clip=True).problem(), CovProblem.from_rows(rows[50:]))
+
+
+def test_an_estimators_refused_row_in_a_dask_collection_says_its_numbering():
+    """A NaN in a Dask array's second partition: the fit's error says the row is numbered within its partition
+    (data/chunks.py Rows.reduce)."""
+    da = pytest.importorskip("dask.array")
+    import dpcov
+    X = np.random.default_rng(3).standard_normal((400, 3)) * 0.1
+    X[250, 1] = np.nan
+    estimator = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1.0), radius=1.0,
+                                        centering="private", random_state=0)
+    with pytest.raises(ValueError, match=r"NaN or inf \(first at row 50\) \(rows numbered within their partition\)"):
+        estimator.fit(da.from_array(X, chunks=(200, 3)))
