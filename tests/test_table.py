@@ -273,3 +273,19 @@ def test_the_file_digest_is_read_once_until_the_file_changes(tmp_path, monkeypat
     (tmp_path / "not_a_directory").write_text("")
     monkeypatch.setenv("DPCOV_CACHE", str(tmp_path / "not_a_directory"))  # an unusable cache only costs time
     assert files.file_digest(table_file) == real(table_file) and len(calls) == 3
+
+
+def test_a_names_only_call_leaves_no_file_open(tmp_path):
+    """file_blocks opens a CSV reader only when its blocks are read: a call for the column names alone (Rows, the
+    estimators) leaves no file open (it left pandas' reader open: a ResourceWarning when collected)."""
+    import gc
+    import warnings
+    from data.table import file_blocks
+    path = tmp_path / "t.csv"
+    pd.DataFrame(np.zeros((5, 2)), columns=["a", "b"]).to_csv(path, index=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        names, blocks = file_blocks(path, None)
+        del blocks
+        gc.collect()
+    assert names == ["a", "b"] and not [w for w in caught if issubclass(w.category, ResourceWarning)]
