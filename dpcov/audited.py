@@ -1,8 +1,8 @@
 """dpcov's estimators end to end, as mechanisms the black-box audits can run: the private norm bound
 (radius="private"), the clipping, the private mean, the choice of mechanism="auto" and the release,
 one per notion of budget, and PrivatePCA under pure and approximate DP (the latter where auto releases
-the rows' median norm before choosing; ``pca_pure_fallback``: where auto's choice releases nothing and the next
-mechanism runs at the unspent budget); and the private pipeline of a streamed table (``pipeline_streamed``,
+the rows' median norm before choosing; ``pca_pure_fallback``, ``pca_approx_fallback``: where auto's choice releases
+nothing and the next mechanism runs at the unspent budget); and the private pipeline of a streamed table (``pipeline_streamed``,
 ``pipeline_pure_streamed``): the band sums built a block at a time by the compiled passes.
 
     python scripts/audit.py dpcov.audited:covariance_zcdp --seconds 60
@@ -85,6 +85,14 @@ SMALL = (PairSpec("swap_values", 300), PairSpec("sphere", 300), PairSpec("zeros"
 @register_mechanism(notion="pure", label="PrivatePCA (auto, radius 1, k = 1, n = 300: auto's fallback)",
                     audit=AuditNeeds("dp", (("swap_values", 300),), search_pairs=SMALL), needs=("raw rows",))
 def pca_pure_fallback(problem, accountant, rng):
+    return _fit(problem, accountant, rng, pca=True, radius=1.0)
+
+
+# the same under (eps, delta): at (1, 1e-5), the sweep's first budget, the choice releases nothing at n = 300 and the
+# next mechanism (SeparateCov with Laplace noise) runs at the unspent budget of the choice's own notion
+@register_mechanism(notion="approx", label="PrivatePCA (auto, radius 1, k = 1, n = 300: auto's fallback)",
+                    audit=AuditNeeds("dp", (("swap_values", 300),), search_pairs=SMALL), needs=("raw rows",))
+def pca_approx_fallback(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True, radius=1.0)
 
 
