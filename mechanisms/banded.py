@@ -1,25 +1,25 @@
-"""The streamed band sums' compiled passes (numba): a block of rows held column by column (as Parquet and
-pandas hand it over) is normed, clipped, banded and sorted by band in two passes (the second a cache-sized
-tile at a time), so that BLAS forms each band's sums from contiguous slices (mechanisms/problem.py
-BandSums.add_columns). Replaces, per block, a row-major copy, the row norms, a copy per band and a
-division; the work arrays are each thread's own, reused from block to block (no fresh pages per block:
-Dask's workers return freed memory at once). Measured: results/measurements/stream_benchmark.txt run 7."""
+"""The streamed band sums' compiled pass (numba): a tile of rows held column by column, straight in the buffers
+Parquet, pandas or numpy hand over (no copy of the block), is normed, clipped, banded, sorted by band and
+summed by band in one call, so that BLAS forms each band's products from contiguous slices
+(mechanisms/problem.py BandSums.add_columns). Replaces, per block, a copy into a work block and a second
+pass over it from memory; the work arrays are each thread's own, tile-sized, reused from tile to tile.
+Measured: results/measurements/stream_benchmark.txt run 9."""
 from __future__ import annotations
 
 import math
 import threading
 
 import numpy as np
-from numba import njit
+from numba import carray, njit, types
+from numba.extending import intrinsic
 
 _reused = threading.local()
-KEPT_BYTES = 64 << 20  # the largest work array a thread keeps between blocks (a 16 MB block needs 16 MB)
+KEPT_BYTES = 64 << 20  # the largest work array a thread keeps between calls
 
 
 def scratch(name: str, shape: tuple, dtype=float) -> np.ndarray:
-    """This thread's work array ``name`` of ``shape`` (contents undefined), kept for the next block up to
-    KEPT_BYTES (a larger one, e.g. a big Dask partition, is fresh and not kept); never handed out of
-    add_columns."""
+    """This thread's work array ``name`` of ``shape`` (contents undefined), kept for the next call up to
+    KEPT_BYTES (a larger one is fresh and not kept); never handed out of add_columns."""
     size = math.prod(shape)
     kept = getattr(_reused, name, None)
     if kept is None or kept.size < size or kept.dtype != dtype:
@@ -29,7 +29,8 @@ def scratch(name: str, shape: tuple, dtype=float) -> np.ndarray:
     return kept[:size].reshape(shape)
 
 
-FINE, NOT_FINITE, OUTSIDE = -1, -2, -3  # the first pass's status: all rows fine, or the first bad row's kind
+FINE, NOT_FINITE, OUTSIDE, MORE_BANDS = -1, -2, -3, -4  # band_block's status: all rows fine, the first bad
+# row's kind, or more bands than its accumulators hold
 
 
 def band_edges(radius: float) -> np.ndarray:
@@ -50,67 +51,203 @@ def _band(norm: float, radius: float, edges: np.ndarray) -> int:
     return j
 
 
+@intrinsic
+def _doubles_at(typingctx, address):
+    """The float64 pointer at an integer address (a column's buffer: ``column_addresses``)."""
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.float64)))
+    return types.CPointer(types.float64)(types.intp), codegen
+
+
+def column_addresses(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(addresses, strides in elements) of 1-D float64 arrays with positive strides that are whole elements, for
+    band_block, which reads them in place: the caller keeps the arrays alive while band_block runs."""
+    addresses = np.array([c.ctypes.data for c in columns], dtype=np.intp)
+    strides = np.array([c.strides[0] // 8 for c in columns], dtype=np.intp)
+    return addresses, strides
+
+
+_SUMS = {"reassoc", "contract"}  # sums in vector lanes (LLVM's order for this CPU: the same bits on one machine)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_SUMS)
+def _sum(values: np.ndarray) -> float:
+    total = 0.0
+    for i in range(len(values)):
+        total += values[i]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_SUMS)
+def gram_add(x: np.ndarray, first: int, last: int, out: np.ndarray) -> None:
+    """out += x[:, first:last] x[:, first:last]^T, its upper triangle (and part of the lower, by blocks), for x of
+    a multiple of 4 rows: 4 x 2 blocks of entries, each summed over the columns in vector lanes (registers hold
+    the block's 8 sums; the 6 rows it reads stay in cache). 1.5x numpy's syrk at d = 20 on this machine, and no
+    call from Python per band."""
+    d = x.shape[0]
+    for k in range(0, d, 4):
+        r0, r1, r2, r3 = x[k, first:last], x[k + 1, first:last], x[k + 2, first:last], x[k + 3, first:last]
+        for j in range(k, d, 2):
+            c0, c1 = x[j, first:last], x[j + 1, first:last]
+            s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = 0.0
+            for i in range(last - first):
+                b0, b1 = c0[i], c1[i]
+                s00 += r0[i] * b0
+                s01 += r0[i] * b1
+                s10 += r1[i] * b0
+                s11 += r1[i] * b1
+                s20 += r2[i] * b0
+                s21 += r2[i] * b1
+                s30 += r3[i] * b0
+                s31 += r3[i] * b1
+            out[k, j] += s00
+            out[k, j + 1] += s01
+            out[k + 1, j] += s10
+            out[k + 1, j + 1] += s11
+            out[k + 2, j] += s20
+            out[k + 2, j + 1] += s21
+            out[k + 3, j] += s30
+            out[k + 3, j + 1] += s31
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def norm_and_band(columns: np.ndarray, clip: float, divisor: float, radius: float, limit: float,
-                  edges: np.ndarray, factors: np.ndarray, norms: np.ndarray, bands: np.ndarray, counts: np.ndarray):
-    """Pass 1 over a d x m block: each row's norm, clipped to ``clip`` (Clip(x, r) = min(1, r/||x||) x), then
-    divided by ``divisor`` (``norms``; ``factors``: what scales the row so); its band (``bands``; the last
-    slot: zero rows); the bands' ``counts``. Returns (status, row, largest norm before clipping, rows
+def _column(addresses: np.ndarray, strides: np.ndarray, m: int, k: int, start: int, stop: int) -> np.ndarray:
+    """Rows start..stop of column k, read in place."""
+    step = strides[k]
+    return carray(_doubles_at(addresses[k]), ((m - 1) * step + 1,))[start * step:(stop - 1) * step + 1:step]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _norm_and_band(addresses, strides, m, start, stop, clip, divisor, radius, limit, edges, norms, factors, bands,
+                   counts):
+    """Pass 1 over rows start..stop: each row's norm, clipped to ``clip`` (Clip(x, r) = min(1, r/||x||) x) and
+    then divided by ``divisor`` (``norms``; ``factors``: what scales the row so); its band (``bands``; the last
+    slot: zero rows); the tile's ``counts`` per band. Returns (status, row, largest norm before clipping, rows
     clipped); status NOT_FINITE or OUTSIDE (norm > ``limit``) stops at ``row``."""
-    d, m = columns.shape
-    norms[:] = 0.0
-    for k in range(d):  # sums of squares a column at a time: contiguous, vectorised
-        column = columns[k]
-        for i in range(m):
-            norms[i] += column[i] * column[i]
+    t = stop - start
+    norms[:t] = 0.0
+    for k in range(len(addresses)):  # sums of squares a column at a time: contiguous, vectorised
+        part = _column(addresses, strides, m, k, start, stop)
+        for i in range(t):
+            norms[i] += part[i] * part[i]
+    for i in range(t):
+        norms[i] = math.sqrt(norms[i])
     zero = len(edges) - 1
+    top = math.frexp(radius)[1] - 1  # floor(log2 radius)
+    exponents = norms.view(np.int64)  # a norm's binary exponent guesses its band
     counts[:] = 0
     largest, clipped = 0.0, 0
-    for i in range(m):
-        norm = math.sqrt(norms[i])
+    for i in range(t):
+        norm = norms[i]
         if not norm < math.inf:  # NaN or inf in the row, or squares beyond float64: add_columns says which
-            return NOT_FINITE, i, largest, clipped
+            return NOT_FINITE, start + i, largest, clipped
         largest = max(largest, norm)
         factor = 1.0
         if norm > clip:
             factor, norm, clipped = clip / norm, clip, clipped + 1
         factor, norm = factor / divisor, norm / divisor
         if norm > limit:
-            return OUTSIDE, i, largest, clipped
+            return OUTSIDE, start + i, largest, clipped
         factors[i], norms[i] = factor, norm
-        bands[i] = _band(norm, radius, edges) if norm > 0 else zero
-        counts[bands[i]] += 1
-    return FINE, m, largest, clipped
+        exponent = (exponents[i] >> 52) & 0x7FF
+        if norm == 0:
+            band = zero
+        elif exponent == 0:  # subnormal
+            band = _band(norm, radius, edges)
+        else:  # r 2^-(j+1) < norm <= r 2^-j: the exponents give j or j + 1; exact comparisons decide
+            band = min(max(top - (exponent - 1023), 0), zero - 1)
+            while band > 0 and norm > edges[band]:
+                band -= 1
+            while norm <= edges[band + 1]:
+                band += 1
+        bands[i] = band
+        counts[band] += 1
+    return FINE, stop, largest, clipped
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sort_tile(columns: np.ndarray, start: int, stop: int, factors: np.ndarray, norms: np.ndarray,
-              bands: np.ndarray, counts: np.ndarray, rows: np.ndarray, units: np.ndarray, place: np.ndarray,
-              inverse: np.ndarray) -> None:
-    """Pass 2, rows start..stop of the block (a tile that stays in cache): counts[j] = the tile's rows in
-    band j; rows = the rows as seen x (clipped, divided) and units = x / ||x||, as columns in band order
-    (zero rows last, with zero units); ``place`` and ``inverse``: work arrays of the tile's length."""
-    d = columns.shape[0]
-    counts[:] = 0
-    for i in range(start, stop):
-        counts[bands[i]] += 1
-    following = np.empty_like(counts)
-    total = 0
-    for j in range(len(counts)):
-        following[j] = total
-        total += counts[j]
-    tiny = False  # a norm whose reciprocal overflows (subnormal): that tile's units by division
-    for i in range(start, stop):
-        place[i - start] = following[bands[i]]
-        following[bands[i]] += 1
-        inverse[i - start] = 1.0 / norms[i] if norms[i] > 0 else 0.0
-        tiny = tiny or inverse[i - start] == math.inf
-    for k in range(d):  # a column at a time: contiguous reads, one run of writes per band
-        column, row, unit = columns[k], rows[k], units[k]
-        for i in range(start, stop):
-            value = column[i] * factors[i]
-            row[place[i - start]] = value
+def band_block(addresses: np.ndarray, strides: np.ndarray, m: int, start: int, tile: int, clip: float,
+               divisor: float, radius: float, limit: float, edges: np.ndarray, norms: np.ndarray,
+               factors: np.ndarray, inverse: np.ndarray, bands: np.ndarray, place: np.ndarray,
+               counts: np.ndarray, rows: np.ndarray, units: np.ndarray, slots: np.ndarray, used: np.ndarray,
+               slot_bands: np.ndarray, slot_counts: np.ndarray, moments: np.ndarray, directions: np.ndarray,
+               totals: np.ndarray, unit_totals: np.ndarray):
+    """Rows start..m of a block held as d columns (``addresses``, ``strides``: column_addresses), ``tile`` rows
+    at a time (they stay in cache): pass 1 (_norm_and_band), then the tile's rows as seen x (clipped, divided)
+    and units x / ||x|| copied into ``rows`` and ``units`` (d' x tile, d' = d rounded up to 4, the rest zero)
+    in band order, and each band's sums added to its slot: ``slot_counts``, ``moments`` += sum x x^T,
+    ``directions`` += sum x x^T / ||x||^2 (upper triangles: gram_add), ``totals`` += sum x, ``unit_totals``
+    += sum x / ||x||. ``slots[j]``: band j's slot (-1: none yet), ``slot_bands`` the reverse, ``used[0]`` how
+    many; a new band takes the next slot, zeroed. Zero rows count in no band. ``norms`` .. ``place``: work
+    arrays of the tile's length. Returns (status, row, largest norm before clipping, rows clipped): FINE;
+    NOT_FINITE or OUTSIDE at the block's ``row``; MORE_BANDS: the tile at ``row`` needs more slots than the
+    accumulators hold (nothing of it added: call again from ``row`` with larger ones)."""
+    d, zero = len(addresses), len(edges) - 1
+    largest, clipped = 0.0, 0
+    following, present = np.empty_like(counts), np.empty_like(counts)
+    for begin in range(start, m, tile):
+        stop = min(begin + tile, m)
+        t = stop - begin
+        status, row, tile_largest, tile_clipped = _norm_and_band(addresses, strides, m, begin, stop, clip, divisor,
+                                                                radius, limit, edges, norms, factors, bands,
+                                                                counts)
+        largest = max(largest, tile_largest)
+        if status != FINE:
+            return status, row, largest, clipped
+        bands_in_tile, new = 0, 0
+        for j in range(zero):
+            if counts[j]:
+                present[bands_in_tile] = j
+                bands_in_tile += 1
+                new += slots[j] < 0
+        if used[0] + new > len(slot_bands):
+            return MORE_BANDS, begin, largest, clipped
+        for j in present[:bands_in_tile]:
+            if slots[j] < 0:
+                slot = used[0]
+                slots[j], slot_bands[slot], used[0] = slot, j, slot + 1
+                slot_counts[slot] = 0
+                moments[slot] = 0.0
+                directions[slot] = 0.0
+                totals[slot] = 0.0
+                unit_totals[slot] = 0.0
+        clipped += tile_clipped
+        tiny = False  # a norm whose reciprocal overflows (subnormal): that tile's units by division
+        for i in range(t):
+            inverse[i] = 1.0 / norms[i] if norms[i] > 0 else 0.0
+            tiny = tiny or inverse[i] == math.inf
+        # pass 2 (the tile in cache): each row's place in band order, the columns copied there, a column at a time
+        total = 0
+        for j in range(len(counts)):
+            following[j] = total
+            total += counts[j]
+        to = place.view(np.uint64)  # unsigned: no wraparound test per store
+        for i in range(t):
+            to[i] = following[bands[i]]
+            following[bands[i]] += 1
+        for k in range(d):
+            part, row, unit = _column(addresses, strides, m, k, begin, stop), rows[k], units[k]
             if tiny:
-                unit[place[i - start]] = value / norms[i] if norms[i] > 0 else 0.0
+                for i in range(t):
+                    if bands[i] != zero:
+                        value = part[i] * factors[i]
+                        row[to[i]] = value
+                        unit[to[i]] = value / norms[i]
             else:
-                unit[place[i - start]] = value * inverse[i - start]
+                for i in range(t):
+                    value = part[i] * factors[i]
+                    row[to[i]] = value
+                    unit[to[i]] = value * inverse[i]
+            first = 0
+            for j in present[:bands_in_tile]:  # the column's band sums while it is in cache
+                totals[slots[j], k] += _sum(row[first:first + counts[j]])
+                unit_totals[slots[j], k] += _sum(unit[first:first + counts[j]])
+                first += counts[j]
+        first = 0
+        for j in present[:bands_in_tile]:  # each band's products from its contiguous columns
+            slot = slots[j]
+            gram_add(rows, first, first + counts[j], moments[slot])
+            gram_add(units, first, first + counts[j], directions[slot])
+            slot_counts[slot] += counts[j]
+            first += counts[j]
+    return FINE, m, largest, clipped

@@ -18,11 +18,12 @@ from functools import cached_property
 
 import numpy as np
 
-from .banded import FINE, band_edges, norm_and_band, scratch, sort_tile
+from .banded import FINE, MORE_BANDS, band_block, band_edges, column_addresses, scratch
 
 _NORM_SLACK = 1e-9  # relative tolerance for rows that sit on the ball's surface
 NORM_BLOCK = 2**20  # entries of X per block in row_norms (8 MB)
-TILE_ROWS = 8192  # add_columns sorts and sums a tile of rows at a time (in cache): 1.4x whole blocks
+TILE_ROWS = 8192  # add_columns norms, sorts and sums a tile of at most this many rows at a time,
+TILE_BYTES = 1 << 20  # of about this many bytes (in cache)
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
@@ -265,49 +266,56 @@ class BandSums:
 
     def add_columns(self, columns, clip: float = np.inf, divisor: float = 1.0) -> tuple[float, int]:
         """Add a block of rows given as its columns: a d x m array, or d arrays of m values (a streamed block:
-        Parquet's own buffers), each row clipped to norm ``clip`` and then divided by ``divisor``; checked like
-        ``add`` (NaN/inf, inside the ball; squares beyond float64 refused too). mechanisms/banded.py's two
-        compiled passes, then each band's sums by BLAS from contiguous slices, in this thread's reused work
-        arrays. Returns the block's largest norm before clipping and how many rows were clipped. Agrees with
-        ``add`` on the same rows to rounding (sums in another order), except that a clipped row's norm is taken
-        as exactly ``clip``: its band is decided on that, where clip_rows' rounding can leave it an ulp above."""
-        columns = _column_block(columns)
-        d, m = columns.shape
+        Parquet's own buffers, read in place), each row clipped to norm ``clip`` and then divided by ``divisor``;
+        checked like ``add`` (NaN/inf, inside the ball; squares beyond float64 refused too), and a refused row
+        leaves the sums as they were. mechanisms/banded.py's compiled pass a tile at a time, then each band's
+        products by BLAS from contiguous slices. Returns the block's largest norm before clipping and how many
+        rows were clipped. Agrees with ``add`` on the same rows to rounding (sums in another order), except that a
+        clipped row's norm is taken as exactly ``clip``: its band is decided on that, where clip_rows' rounding
+        can leave it an ulp above."""
+        columns = _column_list(columns)
+        d, m = len(columns), len(columns[0])
         if self.d is not None and d != self.d:
             raise ValueError(f"a block of {d} columns after blocks of {self.d}")
         self.d = d
         if not m:  # an empty block (e.g. a filtered Dask partition) adds nothing
             return 0.0, 0
+        addresses, strides = column_addresses(columns)
         edges = band_edges(self.radius)
-        factors, norms, bands = scratch("factors", (m,)), scratch("norms", (m,)), scratch("bands", (m,), np.int64)
-        counts = np.empty(len(edges), np.int64)
-        status, row, largest, clipped = norm_and_band(columns, float(clip), float(divisor), self.radius,
-                                                      self.radius * (1 + _NORM_SLACK), edges, factors, norms,
-                                                      bands, counts)
-        if status != FINE:  # pass 1 stopped at ``row``: say what is wrong with it, numbered in the table
-            raise ValueError(renumber_rows(_bad_row(columns[:, row], clip, divisor, self.radius), self.n + row))
-        tile = min(m, TILE_ROWS)
-        rows, units = scratch("rows", (d, tile)), scratch("units", (d, tile))
-        place, inverse, ones = scratch("place", (tile,), np.int64), scratch("inverse", (tile,)), np.ones(tile)
-        sums: dict[int, list[np.ndarray]] = {}
-        in_tile = np.empty_like(counts)
-        for start in range(0, m, tile):
-            stop = min(start + tile, m)
-            sort_tile(columns, start, stop, factors, norms, bands, in_tile, rows, units, place[:stop - start],
-                      inverse[:stop - start])
-            first = 0
-            for j in np.flatnonzero(in_tile[:-1]):  # the tile's non-empty bands, ascending
-                band = slice(first, first + in_tile[j])
-                first += in_tile[j]
-                x, u = rows[:, band], units[:, band]
-                terms = (x @ x.T, u @ u.T, x @ ones[band], u @ ones[band])  # syrk (x x^T: one triangle), gemv
-                if j in sums:
-                    for total, term in zip(sums[j], terms):
-                        total += term
-                else:
-                    sums[j] = list(terms)
-        for j, (moment, direction, total, unit_total) in sums.items():
-            self._accumulate(int(j), int(counts[j]), moment, direction, total, unit_total)
+        tile = max(1, min(m, TILE_ROWS, TILE_BYTES // (8 * d)))
+        padded = -(-d // 4) * 4  # gram_add's rows: a multiple of 4
+        work = [scratch(name, (tile,)) for name in ("norms", "factors", "inverse")]
+        work += [scratch(name, (tile,), np.int64) for name in ("bands", "place")]
+        work += [np.empty(len(edges), np.int64)]  # a tile's counts
+        rows, units = scratch("rows", (padded, tile)), scratch("units", (padded, tile))
+        rows[d:], units[d:] = 0.0, 0.0
+        slots, used = np.full(len(edges), -1, np.int64), np.zeros(1, np.int64)
+        capacity, sums = 0, None
+        largest, clipped, start = 0.0, 0, 0
+        while True:
+            if sums is None or status == MORE_BANDS:  # room for twice as many bands' sums
+                capacity = max(4, 2 * capacity)
+                grown = [np.empty(capacity, np.int64), np.empty(capacity, np.int64),
+                         np.empty((capacity, padded, padded)), np.empty((capacity, padded, padded)),
+                         np.empty((capacity, d)), np.empty((capacity, d))]
+                if sums is not None:
+                    for new, old in zip(grown, sums):
+                        new[:len(old)] = old
+                sums = grown
+            status, row, part_largest, part_clipped = band_block(
+                addresses, strides, m, start, tile, float(clip), float(divisor), self.radius,
+                self.radius * (1 + _NORM_SLACK), edges, *work, rows, units, slots, used, *sums)
+            largest, clipped, start = max(largest, part_largest), clipped + part_clipped, row
+            if status == FINE:
+                break
+            if status != MORE_BANDS:  # stopped at ``row``: say what is wrong with it, numbered in the table
+                x = np.array([column[row] for column in columns])
+                raise ValueError(renumber_rows(_bad_row(x, clip, divisor, self.radius), self.n + row))
+        bands, counts, moments, directions, totals, unit_totals = (values[:used[0]] for values in sums)
+        for slot in np.argsort(bands):  # ascending bands
+            moment, direction = (np.triu(M[:d, :d]) for M in (moments[slot], directions[slot]))
+            self._accumulate(int(bands[slot]), int(counts[slot]), moment + np.triu(moment, 1).T,
+                             direction + np.triu(direction, 1).T, totals[slot].copy(), unit_totals[slot].copy())
         self.n += m
         return float(largest), int(clipped)
 
@@ -356,23 +364,15 @@ class BandSums:
                           rows, sums, unit_sums)
 
 
-def _column_block(columns) -> np.ndarray:
-    """A block's columns as one C-contiguous d x m float64 array: the array itself when it is one, else
-    copied into this thread's reused ``scratch`` (one pass; no fresh pages per block)."""
-    if isinstance(columns, np.ndarray) and columns.ndim == 2 and columns.dtype == float \
-            and columns.flags.c_contiguous:
-        block = columns
-    else:
-        arrays = [np.asarray(c) for c in columns]
-        if not arrays or any(a.ndim != 1 or len(a) != len(arrays[0]) for a in arrays):
-            raise ValueError(f"a block of columns must be d >= 1 arrays of the same length, got shapes "
-                             f"{[a.shape for a in arrays[:3]]}{'...' if len(arrays) > 3 else ''}")
-        block = scratch("columns", (len(arrays), len(arrays[0])))
-        for k, a in enumerate(arrays):
-            block[k] = a
-    if not len(block):
-        raise ValueError(f"a block of columns must hold at least one column, got shape {block.shape}")
-    return block
+def _column_list(columns) -> list[np.ndarray]:
+    """A block's columns as d 1-D float64 arrays that band_tile can read in place (the arrays themselves, or
+    views of a d x m array's rows); a column is copied only when it is not float64 or not evenly strided."""
+    arrays = [np.asarray(c) for c in columns]
+    if not arrays or any(a.ndim != 1 or len(a) != len(arrays[0]) for a in arrays):
+        raise ValueError(f"a block of columns must be d >= 1 arrays of the same length, got shapes "
+                         f"{[a.shape for a in arrays[:3]]}{'...' if len(arrays) > 3 else ''}")
+    return [a if a.dtype == np.float64 and a.strides[0] > 0 and a.strides[0] % 8 == 0 else
+            np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
 
 
 def _bad_row(x: np.ndarray, clip: float, divisor: float, radius: float) -> str:
