@@ -6,6 +6,7 @@ pass over it from memory; the work arrays are each thread's own, tile-sized, reu
 Measured: results/measurements/stream_benchmark.txt run 9."""
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
@@ -33,10 +34,13 @@ FINE, NOT_FINITE, OUTSIDE, MORE_BANDS = -1, -2, -3, -4  # band_block's status: a
 # row's kind, or more bands than its accumulators hold
 
 
+@functools.lru_cache(maxsize=16)
 def band_edges(radius: float) -> np.ndarray:
-    """edges[j] = radius 2^-j, j = 0, 1, ... down to 0.0: band j holds edges[j + 1] < norm <= edges[j]."""
+    """edges[j] = radius 2^-j, j = 0, 1, ... down to 0.0: band j holds edges[j + 1] < norm <= edges[j] (read-only:
+    kept per radius)."""
     edges = np.ldexp(radius, -np.arange(math.frexp(radius)[1] + 1077, dtype=np.int64))
     edges[-1] = 0.0  # below every positive norm (2^-1074 at least), whatever ldexp rounded to
+    edges.flags.writeable = False
     return edges
 
 
@@ -67,6 +71,7 @@ def column_addresses(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     return addresses, strides
 
 
+SAFE_BELOW, SAFE_ABOVE = 2.0**-500, 2.0**500  # norms whose products and 1 / norm^2 stay normal floats
 _SUMS = {"reassoc", "contract"}  # sums in vector lanes (LLVM's order for this CPU: the same bits on one machine)
 
 
@@ -108,6 +113,47 @@ def gram_add(x: np.ndarray, first: int, last: int, out: np.ndarray) -> None:
             out[k + 2, j + 1] += s21
             out[k + 3, j] += s30
             out[k + 3, j + 1] += s31
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_SUMS)
+def _dot(values: np.ndarray, weights: np.ndarray) -> float:
+    total = 0.0
+    for i in range(len(values)):
+        total += values[i] * weights[i]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_SUMS)
+def gram_pair(x: np.ndarray, scale: np.ndarray, first: int, last: int, out: np.ndarray, scaled: np.ndarray) -> None:
+    """gram_add into ``out`` and, in the same pass, sum scale_i^2 x_i x_i^T into ``scaled`` (i = first..last),
+    by 2 x 2 blocks (16 sums in registers): with scale = 1 / ||x||, a band's moments and directions from its rows
+    alone (no unit rows to write)."""
+    d = x.shape[0]
+    weights = scale[first:last]
+    for k in range(0, d, 2):
+        r0, r1 = x[k, first:last], x[k + 1, first:last]
+        for j in range(k, d, 2):
+            c0, c1 = x[j, first:last], x[j + 1, first:last]
+            s00 = s01 = s10 = s11 = t00 = t01 = t10 = t11 = 0.0
+            for i in range(last - first):
+                w = weights[i] * weights[i]
+                p00, p01, p10, p11 = r0[i] * c0[i], r0[i] * c1[i], r1[i] * c0[i], r1[i] * c1[i]
+                s00 += p00
+                s01 += p01
+                s10 += p10
+                s11 += p11
+                t00 += p00 * w
+                t01 += p01 * w
+                t10 += p10 * w
+                t11 += p11 * w
+            out[k, j] += s00
+            out[k, j + 1] += s01
+            out[k + 1, j] += s10
+            out[k + 1, j + 1] += s11
+            scaled[k, j] += t00
+            scaled[k, j + 1] += t01
+            scaled[k + 1, j] += t10
+            scaled[k + 1, j + 1] += t11
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -168,7 +214,7 @@ def _norm_and_band(addresses, strides, m, start, stop, clip, divisor, radius, li
 @njit(cache=True, nogil=True, error_model="numpy")
 def band_block(addresses: np.ndarray, strides: np.ndarray, m: int, start: int, tile: int, clip: float,
                divisor: float, radius: float, limit: float, edges: np.ndarray, norms: np.ndarray,
-               factors: np.ndarray, inverse: np.ndarray, bands: np.ndarray, place: np.ndarray,
+               factors: np.ndarray, inverse: np.ndarray, ordered: np.ndarray, bands: np.ndarray, place: np.ndarray,
                counts: np.ndarray, rows: np.ndarray, units: np.ndarray, slots: np.ndarray, used: np.ndarray,
                slot_bands: np.ndarray, slot_counts: np.ndarray, moments: np.ndarray, directions: np.ndarray,
                totals: np.ndarray, unit_totals: np.ndarray):
@@ -176,7 +222,7 @@ def band_block(addresses: np.ndarray, strides: np.ndarray, m: int, start: int, t
     at a time (they stay in cache): pass 1 (_norm_and_band), then the tile's rows as seen x (clipped, divided)
     and units x / ||x|| copied into ``rows`` and ``units`` (d' x tile, d' = d rounded up to 4, the rest zero)
     in band order, and each band's sums added to its slot: ``slot_counts``, ``moments`` += sum x x^T,
-    ``directions`` += sum x x^T / ||x||^2 (upper triangles: gram_add), ``totals`` += sum x, ``unit_totals``
+    ``directions`` += sum x x^T / ||x||^2 (gram_pair or gram_add; symmetric once the block is done), ``totals`` += sum x, ``unit_totals``
     += sum x / ||x||. ``slots[j]``: band j's slot (-1: none yet), ``slot_bands`` the reverse, ``used[0]`` how
     many; a new band takes the next slot, zeroed. Zero rows count in no band. ``norms`` .. ``place``: work
     arrays of the tile's length. Returns (status, row, largest norm before clipping, rows clipped): FINE;
@@ -212,9 +258,12 @@ def band_block(addresses: np.ndarray, strides: np.ndarray, m: int, start: int, t
                 totals[slot] = 0.0
                 unit_totals[slot] = 0.0
         clipped += tile_clipped
-        tiny = False  # a norm whose reciprocal overflows (subnormal): that tile's units by division
+        # directions as sum x x^T / ||x||^2 from the rows alone where no product over- or underflows, else from
+        # unit rows x / ||x|| (by division where 1 / ||x|| overflows: subnormal norms)
+        weighted, tiny = True, False
         for i in range(t):
             inverse[i] = 1.0 / norms[i] if norms[i] > 0 else 0.0
+            weighted = weighted and (norms[i] == 0 or SAFE_BELOW < norms[i] < SAFE_ABOVE)
             tiny = tiny or inverse[i] == math.inf
         # pass 2 (the tile in cache): each row's place in band order, the columns copied there, a column at a time
         total = 0
@@ -225,9 +274,13 @@ def band_block(addresses: np.ndarray, strides: np.ndarray, m: int, start: int, t
         for i in range(t):
             to[i] = following[bands[i]]
             following[bands[i]] += 1
+            ordered[to[i]] = inverse[i]
         for k in range(d):
             part, row, unit = _column(addresses, strides, m, k, begin, stop), rows[k], units[k]
-            if tiny:
+            if weighted:
+                for i in range(t):
+                    row[to[i]] = part[i] * factors[i]
+            elif tiny:
                 for i in range(t):
                     if bands[i] != zero:
                         value = part[i] * factors[i]
@@ -240,14 +293,24 @@ def band_block(addresses: np.ndarray, strides: np.ndarray, m: int, start: int, t
                     unit[to[i]] = value * inverse[i]
             first = 0
             for j in present[:bands_in_tile]:  # the column's band sums while it is in cache
-                totals[slots[j], k] += _sum(row[first:first + counts[j]])
-                unit_totals[slots[j], k] += _sum(unit[first:first + counts[j]])
-                first += counts[j]
+                last = first + counts[j]
+                totals[slots[j], k] += _sum(row[first:last])
+                unit_totals[slots[j], k] += _dot(row[first:last], ordered[first:last]) if weighted else \
+                    _sum(unit[first:last])
+                first = last
         first = 0
         for j in present[:bands_in_tile]:  # each band's products from its contiguous columns
-            slot = slots[j]
-            gram_add(rows, first, first + counts[j], moments[slot])
-            gram_add(units, first, first + counts[j], directions[slot])
+            slot, last = slots[j], first + counts[j]
+            if weighted:
+                gram_pair(rows, ordered, first, last, moments[slot], directions[slot])
+            else:
+                gram_add(rows, first, last, moments[slot])
+                gram_add(units, first, last, directions[slot])
             slot_counts[slot] += counts[j]
-            first += counts[j]
+            first = last
+    for slot in range(used[0]):  # the lower triangles from the upper ones
+        for k in range(d):
+            for j in range(k):
+                moments[slot, k, j] = moments[slot, j, k]
+                directions[slot, k, j] = directions[slot, j, k]
     return FINE, m, largest, clipped

@@ -284,7 +284,7 @@ class BandSums:
         edges = band_edges(self.radius)
         tile = max(1, min(m, TILE_ROWS, TILE_BYTES // (8 * d)))
         padded = -(-d // 4) * 4  # gram_add's rows: a multiple of 4
-        work = [scratch(name, (tile,)) for name in ("norms", "factors", "inverse")]
+        work = [scratch(name, (tile,)) for name in ("norms", "factors", "inverse", "ordered")]
         work += [scratch(name, (tile,), np.int64) for name in ("bands", "place")]
         work += [np.empty(len(edges), np.int64)]  # a tile's counts
         rows, units = scratch("rows", (padded, tile)), scratch("units", (padded, tile))
@@ -313,9 +313,8 @@ class BandSums:
                 raise ValueError(renumber_rows(_bad_row(x, clip, divisor, self.radius), self.n + row))
         bands, counts, moments, directions, totals, unit_totals = (values[:used[0]] for values in sums)
         for slot in np.argsort(bands):  # ascending bands
-            moment, direction = (np.triu(M[:d, :d]) for M in (moments[slot], directions[slot]))
-            self._accumulate(int(bands[slot]), int(counts[slot]), moment + np.triu(moment, 1).T,
-                             direction + np.triu(direction, 1).T, totals[slot].copy(), unit_totals[slot].copy())
+            self._accumulate(int(bands[slot]), int(counts[slot]), moments[slot, :d, :d].copy(),
+                             directions[slot, :d, :d].copy(), totals[slot].copy(), unit_totals[slot].copy())
         self.n += m
         return float(largest), int(clipped)
 

@@ -394,6 +394,18 @@ def test_columns_empty_blocks_and_subnormal_norms():
     assert all(np.isfinite(v).all() for v in sums.directions.values())
 
 
+def test_columns_directions_from_unit_rows_where_weights_would_underflow(varied_rows):
+    """Directions come from the rows weighted by 1 / ||x||^2, except in a tile with a norm outside 2^-500..2^500
+    (weights or products beyond float64), where unit rows x / ||x|| are summed: both agree with ``add``."""
+    small = varied_rows * 1e-160  # norms up to 1e-160: 1 / ||x||^2 overflows
+    mixed = np.concatenate([varied_rows, small[:5], varied_rows])
+    for X in (small, mixed, varied_rows):
+        sums = problem_module.BandSums(1.0)
+        sums.add_columns(X.T)
+        _same_sums(sums, problem_module.BandSums(1.0).add(X))
+        assert all(np.isfinite(v).all() for v in sums.directions.values())
+
+
 def test_columns_take_a_clipped_rows_norm_as_exactly_the_clip():
     """Rows of norm 3 clipped to 0.5 (radius 1) all lie in band 1, (0.25, 0.5]: their norm is taken as exactly
     0.5, not as the rounded norm of the scaled row, which clip_rows can leave an ulp above 0.5 (band 0)."""
