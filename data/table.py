@@ -48,7 +48,9 @@ from mechanisms.problem import BandSums, clip_rows, row_norms
 from .files import REPO_ROOT, DataFileError, data_dirs, file_digest
 from .registry_types import Data
 
-BLOCK_BYTES = 16 << 20  # one block of float64 rows: about this many bytes (below glibc's mmap threshold: no page faults per block)
+# one block of float64 rows: about this many bytes (below glibc's largest mmap threshold, 32 MiB: no page faults per
+# block); Parquet at 1e8 x 20 in 0.9x the time of 16 MB blocks (results/measurements/stream_benchmark.txt run 9)
+BLOCK_BYTES = 30 << 20
 OUTER_RADIUS = 2.0**64  # bound=private: the ball the raw rows are summed in (no public bound; PrivRadius picks one)
 PRIVATE_TARGETS = ("none", "center", "zscore")  # bound=private: what the pipeline estimates (mechanisms/pipeline.py)
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}

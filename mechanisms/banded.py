@@ -1,9 +1,10 @@
-"""The streamed band sums' compiled pass (numba): a tile of rows held column by column, straight in the buffers
-Parquet, pandas or numpy hand over (no copy of the block), is normed, clipped, banded, sorted by band and
-summed by band in one call, so that BLAS forms each band's products from contiguous slices
-(mechanisms/problem.py BandSums.add_columns). Replaces, per block, a copy into a work block and a second
-pass over it from memory; the work arrays are each thread's own, tile-sized, reused from tile to tile.
-Measured: results/measurements/stream_benchmark.txt run 9."""
+"""The streamed band sums' compiled pass (numba): a block of rows held column by column, read where it is (the
+buffers Parquet, pandas or numpy hand over: no copy of the block), is normed, clipped, banded, sorted by band and
+summed by band in one call, a cache-sized tile at a time; each band's two d x d products come from its contiguous
+rows in one register-blocked pass (gram_pair), with no call back to Python (mechanisms/problem.py
+BandSums.add_columns). Replaces a copy of each block, a second pass over it from memory, a unit row per row and
+BLAS calls per band and tile: the streamed statistics in about half the time (results/measurements/
+stream_benchmark.txt run 9)."""
 from __future__ import annotations
 
 import functools
@@ -220,10 +221,11 @@ def band_block(addresses: np.ndarray, strides: np.ndarray, m: int, start: int, t
                totals: np.ndarray, unit_totals: np.ndarray):
     """Rows start..m of a block held as d columns (``addresses``, ``strides``: column_addresses), ``tile`` rows
     at a time (they stay in cache): pass 1 (_norm_and_band), then the tile's rows as seen x (clipped, divided)
-    and units x / ||x|| copied into ``rows`` and ``units`` (d' x tile, d' = d rounded up to 4, the rest zero)
-    in band order, and each band's sums added to its slot: ``slot_counts``, ``moments`` += sum x x^T,
-    ``directions`` += sum x x^T / ||x||^2 (gram_pair or gram_add; symmetric once the block is done), ``totals`` += sum x, ``unit_totals``
-    += sum x / ||x||. ``slots[j]``: band j's slot (-1: none yet), ``slot_bands`` the reverse, ``used[0]`` how
+    copied into ``rows`` (d' x tile, d' = d rounded up to 4, the rest zero) in band order, ``ordered`` their
+    1 / ||x||, and each band's sums added to its slot: ``slot_counts``, ``moments`` += sum x x^T, ``directions``
+    += sum x x^T / ||x||^2 (gram_pair; in a tile with a norm outside SAFE_BELOW..SAFE_ABOVE, from unit rows
+    x / ||x|| in ``units`` by gram_add), ``totals`` += sum x, ``unit_totals`` += sum x / ||x||; symmetric once
+    the block is done. ``slots[j]``: band j's slot (-1: none yet), ``slot_bands`` the reverse, ``used[0]`` how
     many; a new band takes the next slot, zeroed. Zero rows count in no band. ``norms`` .. ``place``: work
     arrays of the tile's length. Returns (status, row, largest norm before clipping, rows clipped): FINE;
     NOT_FINITE or OUTSIDE at the block's ``row``; MORE_BANDS: the tile at ``row`` needs more slots than the

@@ -268,11 +268,11 @@ class BandSums:
         """Add a block of rows given as its columns: a d x m array, or d arrays of m values (a streamed block:
         Parquet's own buffers, read in place), each row clipped to norm ``clip`` and then divided by ``divisor``;
         checked like ``add`` (NaN/inf, inside the ball; squares beyond float64 refused too), and a refused row
-        leaves the sums as they were. mechanisms/banded.py's compiled pass a tile at a time, then each band's
-        products by BLAS from contiguous slices. Returns the block's largest norm before clipping and how many
-        rows were clipped. Agrees with ``add`` on the same rows to rounding (sums in another order), except that a
-        clipped row's norm is taken as exactly ``clip``: its band is decided on that, where clip_rows' rounding
-        can leave it an ulp above."""
+        leaves the sums as they were. mechanisms/banded.py's band_block, one compiled call (again only when the
+        block has more bands than the accumulators hold). Returns the block's largest norm before clipping and
+        how many rows were clipped. Agrees with ``add`` on the same rows to rounding (sums in another order, the
+        same bits on one machine), except that a clipped row's norm is taken as exactly ``clip``: its band is
+        decided on that, where clip_rows' rounding can leave it an ulp above."""
         columns = _column_list(columns)
         d, m = len(columns), len(columns[0])
         if self.d is not None and d != self.d:
