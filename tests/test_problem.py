@@ -406,6 +406,26 @@ def test_columns_directions_from_unit_rows_where_weights_would_underflow(varied_
         assert all(np.isfinite(v).all() for v in sums.directions.values())
 
 
+@pytest.mark.parametrize("first, last", [(0, 64), (3, 30), (5, 6), (7, 7)])
+def test_compiled_gram_kernels_are_the_products(first, last):
+    """gram_add and gram_pair add x x^T and sum w_i^2 x_i x_i^T over columns first..last to what the accumulators
+    hold (upper triangles; any tail of columns, an empty range)."""
+    from mechanisms.banded import gram_add, gram_pair
+
+    rng = np.random.default_rng(11)
+    x, scale = rng.standard_normal((8, 64)), rng.uniform(0.5, 2.0, 64)
+    upper = np.triu_indices(8)
+    block = x[:, first:last]
+    start = rng.standard_normal((3, 8, 8))
+    out, scaled, single = start[0].copy(), start[1].copy(), start[2].copy()
+    gram_pair(x, scale, first, last, out, scaled)
+    gram_add(x, first, last, single)
+    np.testing.assert_allclose(out[upper], (start[0] + block @ block.T)[upper], rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(single[upper], (start[2] + block @ block.T)[upper], rtol=1e-13, atol=1e-13)
+    weighted = (block * scale[first:last] ** 2) @ block.T
+    np.testing.assert_allclose(scaled[upper], (start[1] + weighted)[upper], rtol=1e-13, atol=1e-13)
+
+
 def test_columns_take_a_clipped_rows_norm_as_exactly_the_clip():
     """Rows of norm 3 clipped to 0.5 (radius 1) all lie in band 1, (0.25, 0.5]: their norm is taken as exactly
     0.5, not as the rounded norm of the scaled row, which clip_rows can leave an ulp above 0.5 (band 0)."""
