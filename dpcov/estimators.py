@@ -213,7 +213,7 @@ class _PrivateFit:
             median = private_norm_quantile_of(histogram, TYPICAL_QUANTILE, self.budget.scaled(self.auto_share),
                                               accountant, rng)
             mechanism = self._check_declarations(n, d, components, typical=typical_of_release(median, radius))
-        top_k = components is not None and "components" in mechanism.option_names()
+        top_k = _draws_top_k(mechanism, components)
         clip = radius if clipped else None
         centre, shift = np.zeros(d), None
         cov_budget = self.budget.scaled(1 - self._spent_before_release(typical_released=typical))
@@ -225,8 +225,9 @@ class _PrivateFit:
         problem = rows.reduce(_band_sums, BandSums.merge, clip, shift, radius).problem()
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {})}
         second_moment = self.centering == "private" and shift is None
+        spectral_release, clamp_release = spectral and not second_moment, clamp and not second_moment
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
-                                  spectral=spectral and not second_moment, clamp=clamp and not second_moment)
+                                  spectral=spectral_release, clamp=clamp_release)
         ledger = [(f"covariance: {what}", b) for what, b in inner.ledger]
         # a PCA whose auto choice stopped early with nothing released (spent a part, not none: the zero matrix spends
         # nothing). Not for a covariance or a ridge: there the zero matrix is an estimate (error ||Sigma||_F; ridge then
@@ -234,7 +235,7 @@ class _PrivateFit:
         if self.mechanism == "auto" and components is not None and not np.any(_values(estimate)) \
                 and inner.spent is not None and inner.remaining is not None:
             fallback = self._fall_back(mechanism, problem, inner.remaining, rng, components, not second_moment,
-                                       spectral and not second_moment, clamp and not second_moment)
+                                       spectral_release, clamp_release)
             if fallback is not None:
                 mechanism, estimate, extra = fallback
                 ledger += extra
@@ -268,7 +269,7 @@ class _PrivateFit:
             except ValueError:
                 continue
             # a top-k draw where the problem's rows are the ones to decompose (not a second moment to centre after)
-            top_k = final_rows and components is not None and "components" in mechanism.option_names()
+            top_k = final_rows and _draws_top_k(mechanism, components)
             estimate, inner = release(name, problem, remaining, rng, options=(
                 {"components": int(components)} if top_k else {}), spectral=spectral, clamp=clamp)
             self.advice_ = replace(self.advice_, mechanism=name, reason=(
@@ -277,6 +278,11 @@ class _PrivateFit:
             return mechanism, estimate, [(f"covariance: {what} (after {failed.name} released nothing)", b)
                                          for what, b in inner.ledger]
         return None
+
+
+def _draws_top_k(mechanism, components) -> bool:
+    """A PCA (``components`` set) whose mechanism can draw only the top eigenvectors."""
+    return components is not None and "components" in mechanism.option_names()
 
 
 def _values(estimate) -> np.ndarray:

@@ -48,8 +48,15 @@ def band_edges(radius: float) -> np.ndarray:
 @njit(cache=True, nogil=True, error_model="numpy")
 def _band(norm: float, radius: float, edges: np.ndarray) -> int:
     mantissa, exponent = math.frexp(norm / radius)  # norm / radius = mantissa 2^exponent, mantissa in [1/2, 1)
-    j = min(max(1 - exponent if mantissa == 0.5 else -exponent, 0), len(edges) - 2)
-    while j > 0 and norm > edges[j]:  # the division rounded: the exact comparisons decide (dyadic_band)
+    return _settled(1 - exponent if mantissa == 0.5 else -exponent, norm, edges)  # the division rounded
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _settled(guess: int, norm: float, edges: np.ndarray) -> int:
+    """The band j of ``norm``, edges[j + 1] < norm <= edges[j], from a guess a step or so off: the exact
+    comparisons decide (dyadic_band)."""
+    j = min(max(guess, 0), len(edges) - 2)
+    while j > 0 and norm > edges[j]:
         j -= 1
     while norm <= edges[j + 1]:
         j += 1
@@ -201,12 +208,8 @@ def _norm_and_band(addresses, strides, m, start, stop, clip, divisor, radius, li
             band = zero
         elif exponent == 0:  # subnormal
             band = _band(norm, radius, edges)
-        else:  # r 2^-(j+1) < norm <= r 2^-j: the exponents give j or j + 1; exact comparisons decide
-            band = min(max(top - (exponent - 1023), 0), zero - 1)
-            while band > 0 and norm > edges[band]:
-                band -= 1
-            while norm <= edges[band + 1]:
-                band += 1
+        else:  # r 2^-(j+1) < norm <= r 2^-j: the binary exponents give j or j + 1
+            band = _settled(top - (exponent - 1023), norm, edges)
         bands[i] = band
         counts[band] += 1
     return FINE, stop, largest, clipped

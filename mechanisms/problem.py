@@ -290,27 +290,20 @@ class BandSums:
         rows, units = scratch("rows", (padded, tile)), scratch("units", (padded, tile))
         rows[d:], units[d:] = 0.0, 0.0
         slots, used = np.full(len(edges), -1, np.int64), np.zeros(1, np.int64)
-        capacity, sums = 0, None
+        sums = _band_slots(4, padded, d)
         largest, clipped, start = 0.0, 0, 0
         while True:
-            if sums is None or status == MORE_BANDS:  # room for twice as many bands' sums
-                capacity = max(4, 2 * capacity)
-                grown = [np.empty(capacity, np.int64), np.empty(capacity, np.int64),
-                         np.empty((capacity, padded, padded)), np.empty((capacity, padded, padded)),
-                         np.empty((capacity, d)), np.empty((capacity, d))]
-                if sums is not None:
-                    for new, old in zip(grown, sums):
-                        new[:len(old)] = old
-                sums = grown
             status, row, part_largest, part_clipped = band_block(
                 addresses, strides, m, start, tile, float(clip), float(divisor), self.radius,
                 self.radius * (1 + _NORM_SLACK), edges, *work, rows, units, slots, used, *sums)
             largest, clipped, start = max(largest, part_largest), clipped + part_clipped, row
             if status == FINE:
                 break
-            if status != MORE_BANDS:  # stopped at ``row``: say what is wrong with it, numbered in the table
-                x = np.array([column[row] for column in columns])
-                raise ValueError(renumber_rows(_bad_row(x, clip, divisor, self.radius), self.n + row))
+            if status == MORE_BANDS:  # room for twice as many bands, from the tile at ``row`` on
+                sums = _band_slots(2 * len(sums[0]), padded, d, sums)
+                continue
+            x = np.array([column[row] for column in columns])  # refused: what is wrong, numbered in the table
+            raise ValueError(renumber_rows(_bad_row(x, clip, divisor, self.radius), self.n + row))
         bands, counts, moments, directions, totals, unit_totals = (values[:used[0]] for values in sums)
         for slot in np.argsort(bands):  # ascending bands
             self._accumulate(int(bands[slot]), int(counts[slot]), moments[slot, :d, :d].copy(),
@@ -363,8 +356,18 @@ class BandSums:
                           rows, sums, unit_sums)
 
 
+def _band_slots(capacity: int, padded: int, d: int, kept=()) -> list[np.ndarray]:
+    """band_block's accumulators for ``capacity`` bands (band, count, sum x x^T and x x^T / ||x||^2 as padded x
+    padded, sum x and x / ||x||), holding the ``kept`` ones' values in their first slots."""
+    grown = [np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty((capacity, padded, padded)),
+             np.empty((capacity, padded, padded)), np.empty((capacity, d)), np.empty((capacity, d))]
+    for new, old in zip(grown, kept):
+        new[:len(old)] = old
+    return grown
+
+
 def _column_list(columns) -> list[np.ndarray]:
-    """A block's columns as d 1-D float64 arrays that band_tile can read in place (the arrays themselves, or
+    """A block's columns as d 1-D float64 arrays that band_block can read in place (the arrays themselves, or
     views of a d x m array's rows); a column is copied only when it is not float64 or not evenly strided."""
     arrays = [np.asarray(c) for c in columns]
     if not arrays or any(a.ndim != 1 or len(a) != len(arrays[0]) for a in arrays):
