@@ -336,6 +336,7 @@ def test_columns_errors_number_rows_across_blocks():
     bad[2, 1] = 2.0
     with pytest.raises(ValueError, match=r"row 12 has norm 2.00\d* > radius 1"):
         sums.add_columns(bad.T)
+    assert sums.n == 10 and sums.counts == {} and sums.moments == {}  # a refused block leaves the sums as they were
     with pytest.raises(ValueError, match="a block of 4 columns after blocks of 3"):
         sums.add_columns(np.zeros((4, 2)))
 
@@ -424,6 +425,17 @@ def test_compiled_gram_kernels_are_the_products(first, last):
     np.testing.assert_allclose(single[upper], (start[2] + block @ block.T)[upper], rtol=1e-13, atol=1e-13)
     weighted = (block * scale[first:last] ** 2) @ block.T
     np.testing.assert_allclose(scaled[upper], (start[1] + weighted)[upper], rtol=1e-13, atol=1e-13)
+
+
+def test_columns_grow_the_band_accumulators_within_a_block():
+    """A block whose rows fall in 12 bands (band_block starts with room for 4): the accumulators grow and the tile
+    that found no room is summed once, as ``add`` sums it."""
+    rng = np.random.default_rng(12)
+    X = rows_with_norms(np.repeat(2.0 ** -np.arange(12), 50) * 0.9, 5, rng)
+    sums = problem_module.BandSums(1.0)
+    sums.add_columns(X.T)
+    assert len(sums.counts) == 12
+    _same_sums(sums, problem_module.BandSums(1.0).add(X))
 
 
 def test_columns_take_a_clipped_rows_norm_as_exactly_the_clip():
