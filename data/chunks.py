@@ -64,8 +64,9 @@ def dask_sums(obj, radius: float, columns=None, clip: bool = False, shares: int 
     """The sums of a Dask array's or dataframe's rows (mechanisms/problem.py BandSums), computed where
     the partitions live: one BandSums per partition (rows clipped to ``radius`` first with clip=True,
     else checked to lie inside it), merged pairwise in a tree; only d x d sums travel. ``obj`` may also
-    be the path of a .npy or Parquet file every worker can read: each reads its own ``shares`` (default:
-    two per worker thread, at most one per row group) straight into numpy, without Dask's dataframe layer.
+    be the path of a .npy or Parquet file every worker can read: each reads its own ``shares`` (default: one
+    per worker thread, as one process sums one per thread; more balance uneven workers; at most one per row
+    group) straight into numpy, without Dask's dataframe layer.
     Runs on the scheduler in use (a ``distributed.Client``'s cluster, else Dask's default)."""
     import dask
 
@@ -73,12 +74,36 @@ def dask_sums(obj, radius: float, columns=None, clip: bool = False, shares: int 
         if not isinstance(obj, (str, Path)):
             return Rows(obj, columns).reduce(_block_sums, _merged, radius, clip)
         path = find_file(obj)
-        if shares is None:  # 1e8 x 20 Parquet on 2 workers: 64 shares 50.8 s, 4 shares 40.8 s (stream_benchmark.txt)
-            shares = min(2 * _worker_threads(), _row_groups(path))
+        if shares is None:  # 1e8 x 20 Parquet on 2 workers: 2 shares 0.04-0.44 s faster than 4 (stream_benchmark.txt)
+            shares = min(_worker_threads(), _row_groups(path))
         return dask.compute(_tree([dask.delayed(_file_share_sums)(path, columns, (i, shares), radius, clip)
                                    for i in range(shares)], _merged))[0]
     except ValueError as err:
         raise ValueError(f"{err} (rows numbered within their partition)") from None
+
+
+# Dask's own monitoring, relaxed for a batch of CPU-bound tasks on a few cores. By default the scheduler, each
+# nanny and each worker ticks its event loop every 20 ms, reads the system every 500 ms and its memory every
+# 100 ms, and each worker samples its threads' stacks every 10 ms: on this 2-core machine that took about 2 of
+# the 25 core-s that 1e8 x 20 Parquet rows' sums cost (results/measurements/stream_benchmark.txt, run 10).
+# A cluster without a dashboard shows none of it; the memory limits still hold, checked every second.
+BATCH_MONITORING = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.worker.profile.enabled": False,
+}
+
+
+def local_cluster(n_workers: int):
+    """A ``distributed.LocalCluster`` of ``n_workers`` single-threaded worker processes (BLAS at one thread
+    each) with no dashboard and Dask's monitoring relaxed (``BATCH_MONITORING``, which the workers receive
+    when they start; the caller's Dask config is left as it was)."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set(BATCH_MONITORING):
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
 
 
 def _worker_threads() -> int:

@@ -7,8 +7,10 @@
 Budgets (``ZCDP``, ``PureDP``, ``ApproxDP``), the problem and ``release`` (any registered mechanism or
 plug-in by name), ``register_mechanism`` with what a plug-in may declare (``Prediction``, ``Bound``,
 ``AuditNeeds``), the error metrics, and scikit-learn estimators (``PrivateCovariance``, ``PrivatePCA``,
-``PrivateRidge``; their defaults: dpcov/defaults.py). User code imports this, not the suite's folder names.
+``PrivateRidge``; their defaults: dpcov/defaults.py), and ``local_cluster`` (Dask workers on this machine, for a
+fit on a Dask array or dataframe). User code imports this, not the suite's folder names.
 """
+from data.chunks import local_cluster
 from experiments.metrics import METRICS
 from mechanisms import (MECHANISMS, Accountant, ApproxDP, AuditNeeds, Bound, BudgetExceeded, CovProblem, Facts,
                         Prediction, PureDP, Spectral, ZCDP, budget_guaranteeing, get_mechanism, register_mechanism,
@@ -18,4 +20,5 @@ from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_va
 
 __all__ = ["Accountant", "ApproxDP", "AuditNeeds", "Bound", "BudgetExceeded", "CovProblem", "Facts", "MECHANISMS",
            "METRICS", "Prediction", "PrivateCovariance", "PrivatePCA", "PrivateRidge", "PureDP", "Spectral", "ZCDP",
-           "budget_guaranteeing", "captured_variance_ratio", "get_mechanism", "register_mechanism", "release"]
+           "budget_guaranteeing", "captured_variance_ratio", "get_mechanism", "local_cluster", "register_mechanism",
+           "release"]

@@ -22,6 +22,7 @@ import pandas as pd
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs, parallel_config
 from threadpoolctl import threadpool_limits
 
+from data.chunks import local_cluster
 from mechanisms.registry import import_plugins, plugin_modules, release
 
 from .config import Experiment
@@ -324,7 +325,8 @@ def exit_with_parent(parent: int) -> None:
 def trial_executor(experiment: Experiment):
     """Yields the n_jobs to give joblib. executor=dask runs the same tasks on a Dask cluster through
     joblib's Dask backend (results are identical: every trial is seeded by its key, not by where it
-    runs); without a scheduler address, a LocalCluster of n_jobs single-threaded worker processes."""
+    runs); without a scheduler address, a LocalCluster of n_jobs single-threaded worker processes
+    (data/chunks.py ``local_cluster``: Dask's monitoring relaxed, as no dashboard shows it)."""
     if experiment.executor == "local":
         cores = cpu_count()
         if experiment.n_jobs > cores:
@@ -335,14 +337,13 @@ def trial_executor(experiment: Experiment):
             yield experiment.n_jobs
         return
     try:
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client
     except ImportError:
         raise RuntimeError("executor=dask needs dask.distributed: pip install -e '.[dask]'") from None
     if experiment.dask_scheduler:
         client, cluster = Client(experiment.dask_scheduler), None
     else:
-        cluster = LocalCluster(n_workers=effective_n_jobs(experiment.n_jobs), threads_per_worker=1,
-                               processes=True, dashboard_address=None)
+        cluster = local_cluster(effective_n_jobs(experiment.n_jobs))
         client = Client(cluster)
     print(f"[{experiment.name}] running on Dask: {client.scheduler.address}", flush=True)
     try:

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data.chunks import _worker_threads, dask_sums
+from data.chunks import BATCH_MONITORING, _worker_threads, dask_sums, local_cluster
 from experiments.config import ConfigError
 from experiments.runner import run_experiment
 from mechanisms.problem import CovProblem, clip_rows
@@ -22,6 +22,46 @@ def test_dask_cluster_matches_local_processes(experiment):
     local, remote = local.sort_values(key).reset_index(drop=True), remote.sort_values(key).reset_index(drop=True)
     assert len(remote) == len(local) > 0
     pd.testing.assert_frame_equal(local[key + ["err_fro"]], remote[key + ["err_fro"]], check_exact=True)
+
+
+def test_executor_dask_without_an_address_runs_on_the_projects_local_cluster(experiment):
+    """executor=dask with no scheduler address: a local_cluster of n_jobs workers, the same numbers."""
+    local = pd.read_csv(run_experiment(experiment("synthetic_trace", output="local")).results)
+    remote = pd.read_csv(run_experiment(experiment("synthetic_trace", "executor=dask", "n_jobs=2",
+                                                   output="dask")).results)
+    key = ["mechanism", "trial", "N"]
+    local, remote = local.sort_values(key).reset_index(drop=True), remote.sort_values(key).reset_index(drop=True)
+    assert len(remote) == len(local) > 0
+    pd.testing.assert_frame_equal(local[key + ["err_fro"]], remote[key + ["err_fro"]], check_exact=True)
+
+
+def test_local_cluster_relaxes_the_workers_monitoring_and_leaves_the_callers_config():
+    import dask
+
+    before = {key: dask.config.get(key) for key in BATCH_MONITORING}
+    assert before != BATCH_MONITORING  # Dask's defaults differ, so the check below can fail
+    with local_cluster(2) as cluster, distributed.Client(cluster) as client:
+        assert client.nthreads() and set(client.nthreads().values()) == {1} and len(client.nthreads()) == 2
+        for key, value in BATCH_MONITORING.items():
+            assert set(client.run(dask.config.get, key).values()) == {value}, key
+        assert {key: dask.config.get(key) for key in BATCH_MONITORING} == before
+
+
+def test_the_documented_dask_config_is_batch_monitoring():
+    """docs/scaling.md's YAML for a real cluster's machines says what local_cluster sets."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "scaling.md").read_text()
+    (block,) = [b for b in re.findall(r"^```yaml\n(.*?)^```", page, re.M | re.S) if "profile" in b]
+
+    def flat(tree, prefix=""):
+        for key, value in tree.items():
+            yield from flat(value, f"{prefix}{key}.") if isinstance(value, dict) else [(prefix + key, value)]
+
+    assert dict(flat(yaml.safe_load(block))) == BATCH_MONITORING
 
 
 def test_executor_config_is_validated(experiment):
@@ -60,7 +100,7 @@ def test_dask_workers_compute_the_statistics_of_one_process(tmp_path):
         assert_same_statistics(dask_sums(path, 1.0, clip=True, shares=3).problem(), CovProblem.from_rows(inside))
         pd.DataFrame(X, columns=list("abcdef")).to_parquet(path := tmp_path / "rows.parquet", row_group_size=3000)
         assert_same_statistics(dask_sums(path, 1.0, clip=True).problem(), CovProblem.from_rows(inside))
-        assert _worker_threads() == 2  # the default: two shares per worker thread, 4 of the file's 7 row groups
+        assert _worker_threads() == 2  # the default: a share per worker thread, 2 of the file's 7 row groups
 
 
 def test_estimators_fit_dask_collections_on_a_cluster():
