@@ -4,15 +4,21 @@
   floor    pyarrow's own read of every record batch, the data discarded (the speed limit);
   stream   dataset=table's path (data/table.py table_data: blocks, clipping to the declared bound, sums);
   dask     data/chunks.py dask_sums on the file's path, on a distributed.LocalCluster of 2 single-threaded
-           worker processes: each worker reads its share of the row groups straight into numpy (the clock
-           starts once the cluster is up and its workers started up as one process does);
-  dask_frame  the same on dask.dataframe.read_parquet's partitions (pandas in between);
+           worker processes (data/chunks.py local_cluster, as executor=dask makes it: Dask's monitoring
+           relaxed): each worker reads its share of the row groups straight into numpy (the clock starts
+           once the cluster is up and its workers started up as one process does);
+  dask_defaults  the same on a LocalCluster with Dask's default monitoring;
+  dask_frame  the same as dask on dask.dataframe.read_parquet's partitions (pandas in between);
 
 each in a fresh process (its peak resident memory from getrusage; the clock starts after the process's one-time
 start-up, ``start_up``: imports, numba's, which are timed and printed apart), and the streamed statistics of the
 first --check-rows rows against the in-memory build (CovProblem.from_rows) of the same rows.
 
-    python scripts/stream_benchmark.py --rows 100000000 --file /tmp/big.parquet
+    python scripts/stream_benchmark.py --rows 100000000 --file /tmp/big.parquet [--repeat 5]
+
+With --repeat R the tasks run R rounds, interleaved (every other round in reverse order), and each ratio is
+reported per round (min/median/max): this machine drifts by 10-30 % over minutes, so only a round's own pair is
+compared.
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from data.chunks import dask_sums  # noqa: E402
+from data.chunks import dask_sums, local_cluster  # noqa: E402
 from data.table import table_data  # noqa: E402
 from mechanisms.problem import BandSums, CovProblem, clip_rows  # noqa: E402
 
@@ -88,16 +94,17 @@ def child(task: str, path: str) -> dict:
             data = table_data(Path(path), None, "none", 1.0)
             problem = data.statistics.problem()
         result.update(rows=problem.n, trace=problem.trace, clipped=data.info["clipped_fraction"])
-    elif task in ("dask", "dask_frame"):
+    elif task in ("dask", "dask_defaults", "dask_frame"):
         import dask.dataframe as dd
         import distributed
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        cluster = (distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+                   if task == "dask_defaults" else local_cluster(2))
+        with cluster, distributed.Client(cluster) as client:
             # the workers start up as this process did before its clock started (imports, numba)
             client.run(importlib.import_module, "data.chunks")
             client.run(start_up, task)
             start = time.perf_counter()  # the cluster's start-up is not the statistics' time
-            rows = path if task == "dask" else dd.read_parquet(path, split_row_groups=True)
+            rows = dd.read_parquet(path, split_row_groups=True) if task == "dask_frame" else path
             problem = dask_sums(rows, 1.0, clip=True).problem()
             result["seconds"] = time.perf_counter() - start
             result["workers_peak_mb"] = max(client.run(peak_mb).values())
@@ -122,12 +129,30 @@ def check(path: Path, rows: int) -> float:
     return float(np.abs(streamed.sigma - expected.sigma).max() / np.abs(expected.sigma).max())
 
 
+def measure(task: str, file: Path, size: int) -> dict:
+    """One task in a fresh process, its line printed."""
+    done = subprocess.run([sys.executable, __file__, "--child", task, str(file)], capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{task} failed:\n{done.stderr[-2000:]}")
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    workers = f", each worker {r['workers_peak_mb']:.0f} MB" if "workers_peak_mb" in r else ""
+    print(f"{task:13s} {r['rows']} rows in {r['seconds']:7.1f} s = {size / 1e6 / r['seconds']:7.0f} MB/s, "
+          f"peak resident {r['peak_mb']:6.0f} MB{workers} (start-up {r['start_up']:.1f} s before)", flush=True)
+    return r
+
+
+def ratios(values: list[float]) -> str:
+    return "/".join(f"{v:.2f}" for v in (min(values), float(np.median(values)), max(values))) if len(values) > 1 \
+        else f"{values[0]:.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--file", type=Path, default=Path("big.parquet"))
     parser.add_argument("--check-rows", type=int, default=2_000_000)
-    parser.add_argument("--tasks", default="floor,stream,dask,dask_frame")
+    parser.add_argument("--tasks", default="floor,stream,dask,dask_defaults,dask_frame")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the tasks, interleaved (ratios per round)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -140,23 +165,19 @@ def main() -> None:
               f"{args.file.stat().st_size / 1e9:.1f} GB, {time.perf_counter() - start:.0f} s", flush=True)
     size = args.file.stat().st_size
     print(f"{args.file}: {size / 1e9:.2f} GB", flush=True)
-    results = {}
-    for task in args.tasks.split(","):
-        done = subprocess.run([sys.executable, __file__, "--child", task, str(args.file)], capture_output=True,
-                              text=True)
-        if done.returncode:
-            sys.exit(f"{task} failed:\n{done.stderr[-2000:]}")
-        results[task] = json.loads(done.stdout.strip().splitlines()[-1])
-        r = results[task]
-        workers = f", each worker {r['workers_peak_mb']:.0f} MB" if "workers_peak_mb" in r else ""
-        print(f"{task:7s} {r['rows']} rows in {r['seconds']:7.1f} s = {size / 1e6 / r['seconds']:7.0f} MB/s, "
-              f"peak resident {r['peak_mb']:6.0f} MB{workers} (start-up {r['start_up']:.1f} s before)", flush=True)
-    if "floor" in results and "stream" in results:
-        print(f"stream / floor speed: {results['floor']['seconds'] / results['stream']['seconds']:.2f}")
-    for task in ("dask", "dask_frame"):
-        if "stream" in results and task in results:
-            print(f"{task} / one process time: {results[task]['seconds'] / results['stream']['seconds']:.2f}, "
-                  f"trace {results[task]['trace']:.12g} vs {results['stream']['trace']:.12g}")
+    tasks = args.tasks.split(",")
+    # every other round in the reverse order, so that no task always runs first (after the page cache's last reader)
+    rounds = [{task: measure(task, args.file, size) for task in (tasks if k % 2 == 0 else tasks[::-1])}
+              for k in range(args.repeat)]
+    spread = "min/median/max over the rounds" if args.repeat > 1 else "one round"
+    if "floor" in tasks and "stream" in tasks:
+        print(f"stream / floor speed ({spread}): "
+              f"{ratios([r['floor']['seconds'] / r['stream']['seconds'] for r in rounds])}")
+    for task in ("dask", "dask_defaults", "dask_frame"):
+        if "stream" in tasks and task in tasks:
+            traces = {f"{r[name]['trace']:.12g}" for r in rounds for name in ("stream", task)}
+            print(f"{task} / one process time ({spread}, each round's pair): "
+                  f"{ratios([r[task]['seconds'] / r['stream']['seconds'] for r in rounds])}, traces {sorted(traces)}")
     print(f"in-memory check on the first {args.check_rows} rows: max relative difference of Sigma "
           f"{check(args.file, args.check_rows):.2e}")
 
