@@ -96,6 +96,19 @@ def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radi
     return BandSums(radius).add(X if shift is None else X - shift)
 
 
+def _block_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float) -> BandSums:
+    """_band_sums of a streamed block (a file's or a Dask partition's rows), by the one-call pass that reads X's
+    rows in place (BandSums.add_columns; it clips them itself when nothing shifts them): the same sums to
+    rounding, faster than add's BLAS products per band (fit on a 1e7 x 20 Parquet file: 3.7-4.0 s instead of
+    6.9-8.7 s with a public radius; results/measurements/stream_benchmark.txt)."""
+    sums = BandSums(radius)
+    if shift is None:
+        sums.add_columns(X.T, np.inf if clip is None else clip)
+    else:
+        sums.add_columns((_clipped(X, clip) - shift).T)
+    return sums
+
+
 class _PrivateFit:
     """The shared steps of every estimator's fit: check the declarations, choose the mechanism, bound the
     rows, centre, and release the covariance through one accountant."""
@@ -222,7 +235,9 @@ class _PrivateFit:
             centre = private_mean_of(total, n, radius, self.budget.scaled(self.mean_share), accountant, rng)
             if top_k or mechanism.centre_rows:
                 shift, radius = centre, radius + float(np.linalg.norm(centre))
-        problem = rows.reduce(_band_sums, BandSums.merge, clip, shift, radius).problem()
+        # an array: add's sums, the release fit(array) always gave; streamed blocks: the faster pass, equal to rounding
+        band_sums = _band_sums if rows.kind == "array" else _block_band_sums
+        problem = rows.reduce(band_sums, BandSums.merge, clip, shift, radius).problem()
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {})}
         second_moment = self.centering == "private" and shift is None
         spectral_release, clamp_release = spectral and not second_moment, clamp and not second_moment

@@ -260,6 +260,24 @@ def test_fit_streams_a_table_file_to_the_in_memory_release(tmp_path, suffix):
             assert np.allclose(getattr(streamed, name), getattr(memory, name), rtol=1e-9, atol=1e-12), name
 
 
+@pytest.mark.parametrize("clip, shift", [(None, None), (1.0, None), (1.0, np.array([0.3, -0.2, 0.1, 0.0]))])
+def test_a_streamed_blocks_band_sums_are_the_arrays_to_rounding(clip, shift):
+    """A file's or a Dask partition's block is summed by the one-call pass (it clips the rows itself unless a
+    centre shifts them); an array by add. The two agree to 1e-12: n and the bands exact, every sum to rounding."""
+    from dpcov.estimators import _band_sums, _block_band_sums
+    X = np.random.default_rng(6).standard_normal((3000, 4)) * [0.8, 0.4, 0.2, 0.1]
+    if clip is None:
+        X /= np.linalg.norm(X, axis=1).max()  # inside the unit ball: nothing to clip
+    radius = 1.0 + (0.0 if shift is None else float(np.linalg.norm(shift)))
+    assert clip is None or np.linalg.norm(X, axis=1).max() > clip  # rows to clip
+    streamed = _block_band_sums(X, clip, shift, radius).problem()
+    expected = _band_sums(X, clip, shift, radius).problem()
+    assert streamed.n == expected.n and np.array_equal(streamed.band_counts, expected.band_counts)
+    for name in ("sigma", "band_moments", "band_directions"):
+        a, b = getattr(streamed, name), getattr(expected, name)
+        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), name
+
+
 @pytest.mark.parametrize("suffix", [".npy", ".csv", ".parquet"])
 def test_fit_on_a_file_numbers_a_refused_row_in_the_file_and_refuses_no_rows_first(tmp_path, suffix):
     """A NaN in a later block of a file is reported by its row in the whole file (not in its block); an
