@@ -2,8 +2,9 @@
 (radius="private"), the clipping, the private mean, the choice of mechanism="auto" and the release,
 one per notion of budget, and PrivatePCA under pure and approximate DP (the latter where auto releases
 the rows' median norm before choosing; ``pca_pure_fallback``, ``pca_approx_fallback``: where auto's choice releases
-nothing and the next mechanism runs at the unspent budget); and the private pipeline of a streamed table (``pipeline_streamed``,
-``pipeline_pure_streamed``): the band sums built a block at a time by the compiled passes.
+nothing and the next mechanism runs at the unspent budget; ``pca_pure_streamed``: fit on a file, a block at a
+time); and the private pipeline of a streamed table (``pipeline_streamed``, ``pipeline_pure_streamed``): the band
+sums built a block at a time by the compiled passes.
 
     python scripts/audit.py dpcov.audited:covariance_zcdp --seconds 60
     python scripts/audit.py dpcov.audited:covariance_pure --seconds 60
@@ -16,9 +17,14 @@ than its budget fails there, and one that leaks more than it says fails the audi
 """
 from __future__ import annotations
 
+import hashlib
+import tempfile
+from pathlib import Path
+
 import numpy as np
 
 from audits.pairs import PairSpec
+from data.chunks import Rows
 from mechanisms.problem import BandSums
 from mechanisms.registry import MECHANISMS, AuditNeeds, register_mechanism
 
@@ -33,11 +39,12 @@ SEARCH = (PairSpec("sphere", 10000), PairSpec("swap_values", 10000), PairSpec("z
 AUDIT = AuditNeeds("dp", (("swap_values", 10000),), search_pairs=SEARCH)
 
 
-def _fit(problem, accountant, rng, pca: bool = False, radius="private"):
+def _fit(problem, accountant, rng, pca: bool = False, radius="private", streamed: bool = False):
     if problem.rows is None:
         raise ValueError("the estimator path needs the pair's raw rows (CovProblem.from_rows(..., rows=...))")
     common = dict(budget=accountant.total, radius=radius, centering="private", random_state=rng)
-    estimator = (PrivatePCA(1, **common) if pca else PrivateCovariance(**common)).fit(problem.rows)
+    rows = _as_file(problem.rows) if streamed else problem.rows
+    estimator = (PrivatePCA(1, **common) if pca else PrivateCovariance(**common)).fit(rows)
     accountant.spend(estimator.budget_spent_, f"dpcov estimator ({estimator.mechanism_})")
     if pca:  # the released direction as a rank-one matrix (its sign is arbitrary)
         u = estimator.components_[0]
@@ -94,6 +101,26 @@ def pca_pure_fallback(problem, accountant, rng):
                     audit=AuditNeeds("dp", (("swap_values", 300),), search_pairs=SMALL), needs=("raw rows",))
 def pca_approx_fallback(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True, radius=1.0)
+
+
+# fit on a file: every pass a block at a time, the band sums by the one-call pass (estimators._block_band_sums);
+# the pair's rows are written once per process to a .npy file, read in blocks of 1000 rows
+_FILES: dict = {}
+
+
+def _as_file(rows: np.ndarray) -> Rows:
+    key = hashlib.sha256(rows.tobytes() + str(rows.shape).encode()).hexdigest()
+    if key not in _FILES:
+        directory = _FILES.setdefault("directory", tempfile.TemporaryDirectory(prefix="dpcov-audit-"))
+        _FILES[key] = Path(directory.name) / f"{key}.npy"
+        np.save(_FILES[key], rows)
+    return Rows(_FILES[key], block_bytes=1000 * 8 * rows.shape[1])
+
+
+@register_mechanism(notion="pure", label="PrivatePCA (auto, private radius, k = 1) on a file", audit=AUDIT,
+                    needs=("raw rows",))
+def pca_pure_streamed(problem, accountant, rng):
+    return _fit(problem, accountant, rng, pca=True, streamed=True)
 
 
 # dataset=table with bound=private: the pipeline reads band sums that data/table.py built a block at a time with

@@ -208,7 +208,7 @@ def test_the_estimator_path_audit_plugins_charge_what_the_fit_spent():
     pair = PairSpec("sphere", 10000, 2).build()
     for name, budget in [("covariance_zcdp", dpcov.ZCDP(0.5)), ("covariance_pure", dpcov.PureDP(1.0)),
                          ("covariance_approx", dpcov.ApproxDP(1.0, 1e-5)), ("pca_pure", dpcov.PureDP(1.0)),
-                         ("pca_approx", dpcov.ApproxDP(3.0, 0.1))]:
+                         ("pca_approx", dpcov.ApproxDP(3.0, 0.1)), ("pca_pure_streamed", dpcov.PureDP(1.0))]:
         out, accountant = dpcov.release(f"dpcov.audited:{name}", pair.problems[0], budget,
                                         np.random.default_rng(0))
         assert out.shape == (2, 2)
@@ -217,6 +217,11 @@ def test_the_estimator_path_audit_plugins_charge_what_the_fit_spent():
         spent = accountant.spent  # all of eps; of delta at most the claim (pure steps spend none)
         assert spent == budget or (isinstance(budget, dpcov.ApproxDP) and math.isclose(spent.eps, budget.eps)
                                    and getattr(spent, "delta", 0.0) <= budget.delta)
+    # pca_pure_streamed fits on a file of the pair's rows, a block at a time: the release pca_pure gives, to rounding
+    streamed, _ = dpcov.release("dpcov.audited:pca_pure_streamed", pair.problems[1], dpcov.PureDP(1.0),
+                                np.random.default_rng(4))
+    memory, _ = dpcov.release("dpcov.audited:pca_pure", pair.problems[1], dpcov.PureDP(1.0), np.random.default_rng(4))
+    np.testing.assert_allclose(streamed, memory, rtol=1e-9, atol=1e-12)
     # pca_approx at the audit sweep's (3, 0.1) goes through the released median (what it is there to audit)
     fit = dpcov.PrivatePCA(1, budget=dpcov.ApproxDP(3.0, 0.1), radius="private", centering="private",
                            random_state=0).fit(pair.problems[0].rows)
