@@ -99,9 +99,11 @@ def local_cluster(n_workers: int):
     """A ``distributed.LocalCluster`` of ``n_workers`` single-threaded worker processes (BLAS at one thread
     each) with no dashboard and Dask's monitoring relaxed (``BATCH_MONITORING``, which the workers receive
     when they start; the caller's Dask config is left as it was)."""
-    import dask
-    from distributed import LocalCluster
-
+    try:
+        import dask
+        from distributed import LocalCluster
+    except ImportError:
+        raise RuntimeError("a Dask cluster needs dask.distributed: pip install -e '.[dask]'") from None
     with dask.config.set(BATCH_MONITORING):
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
 

@@ -17,6 +17,7 @@ than its budget fails there, and one that leaks more than it says fails the audi
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import tempfile
 from pathlib import Path
@@ -105,16 +106,16 @@ def pca_approx_fallback(problem, accountant, rng):
 
 # fit on a file: every pass a block at a time, the band sums by the one-call pass (estimators._block_band_sums);
 # the pair's rows are written once per process to a .npy file, read in blocks of 1000 rows
-_FILES: dict = {}
+@functools.lru_cache(maxsize=1)
+def _scratch() -> tempfile.TemporaryDirectory:
+    return tempfile.TemporaryDirectory(prefix="dpcov-audit-")  # removed when the process ends
 
 
 def _as_file(rows: np.ndarray) -> Rows:
-    key = hashlib.sha256(rows.tobytes() + str(rows.shape).encode()).hexdigest()
-    if key not in _FILES:
-        directory = _FILES.setdefault("directory", tempfile.TemporaryDirectory(prefix="dpcov-audit-"))
-        _FILES[key] = Path(directory.name) / f"{key}.npy"
-        np.save(_FILES[key], rows)
-    return Rows(_FILES[key], block_bytes=1000 * 8 * rows.shape[1])
+    path = Path(_scratch().name) / f"{hashlib.sha256(rows.tobytes() + str(rows.shape).encode()).hexdigest()}.npy"
+    if not path.exists():
+        np.save(path, rows)
+    return Rows(path, block_bytes=1000 * 8 * rows.shape[1])
 
 
 @register_mechanism(notion="pure", label="PrivatePCA (auto, private radius, k = 1) on a file", audit=AUDIT,
