@@ -98,7 +98,8 @@ BATCH_MONITORING = {
 def local_cluster(n_workers: int):
     """A ``distributed.LocalCluster`` of ``n_workers`` single-threaded worker processes (BLAS at one thread
     each) with no dashboard and Dask's monitoring relaxed (``BATCH_MONITORING``, which the workers receive
-    when they start; the caller's Dask config is left as it was)."""
+    when they start; the caller's Dask config is left as it was). In a script, call it under
+    ``if __name__ == "__main__":``: the worker processes import the script."""
     try:
         import dask
         from distributed import LocalCluster
