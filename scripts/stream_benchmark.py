@@ -9,8 +9,6 @@
            once the cluster is up and its workers started up as one process does);
   dask_defaults  the same on a LocalCluster with Dask's default monitoring;
   dask_frame  the same as dask on dask.dataframe.read_parquet's partitions (pandas in between);
-  fit_public   dpcov.PrivatePCA(2, radius=1.0, clip=True).fit(path): the estimators' passes over the file;
-  fit_private  the same with radius="private", centering="private" (three passes);
 
 each in a fresh process (its peak resident memory from getrusage; the clock starts after the process's one-time
 start-up, ``start_up``: imports, numba's, which are timed and printed apart), and the streamed statistics of the
@@ -69,18 +67,11 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def pq_rows(path: str) -> int:
-    import pyarrow.parquet as pq
-    return pq.ParquetFile(path).metadata.num_rows
-
-
 def start_up(task: str) -> None:
     """What a process does once, before any row: its imports and, for the streamed statistics, numba's start-up
     (0.6 s at the first call of any compiled function, cached or not) and the compiled pass's loading. Outside
     the clock, for the floor as for the others: the clock times the rows (``seconds``), ``start_up`` is kept."""
     import pyarrow.parquet  # noqa: F401
-    if task.startswith("fit"):
-        import dpcov  # noqa: F401  (scikit-learn, scipy)
     if task != "floor":
         BandSums(1.0).add_columns(np.zeros((COLUMNS, 1)))
 
@@ -103,15 +94,6 @@ def child(task: str, path: str) -> dict:
             data = table_data(Path(path), None, "none", 1.0)
             problem = data.statistics.problem()
         result.update(rows=problem.n, trace=problem.trace, clipped=data.info["clipped_fraction"])
-    elif task in ("fit_public", "fit_private"):
-        import dpcov
-        from threadpoolctl import threadpool_limits
-        declared = dict(radius=1.0, clip=True, centering="assume_centered") if task == "fit_public" else \
-            dict(radius="private", centering="private")
-        with threadpool_limits(limits=1):
-            pca = dpcov.PrivatePCA(2, budget=dpcov.ZCDP(0.5), random_state=0, **declared).fit(path)
-        result["seconds"] = time.perf_counter() - start
-        result.update(rows=pq_rows(path), trace=float(pca.explained_variance_.sum()))
     elif task in ("dask", "dask_defaults", "dask_frame"):
         import dask.dataframe as dd
         import distributed
@@ -147,9 +129,9 @@ def check(path: Path, rows: int) -> float:
     return float(np.abs(streamed.sigma - expected.sigma).max() / np.abs(expected.sigma).max())
 
 
-def measure(task: str, file: Path, size: int) -> dict:
-    """One task in a fresh process, its line printed."""
-    done = subprocess.run([sys.executable, __file__, "--child", task, str(file)], capture_output=True, text=True)
+def measure(task: str, file: Path, size: int, script: str = __file__) -> dict:
+    """One task in a fresh process (``script --child task file``), its line printed."""
+    done = subprocess.run([sys.executable, script, "--child", task, str(file)], capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"{task} failed:\n{done.stderr[-2000:]}")
     r = json.loads(done.stdout.strip().splitlines()[-1])
@@ -169,8 +151,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--file", type=Path, default=Path("big.parquet"))
     parser.add_argument("--check-rows", type=int, default=2_000_000)
-    parser.add_argument("--tasks", default="floor,stream,dask,dask_defaults,dask_frame",
-                        help="any of floor,stream,dask,dask_defaults,dask_frame,fit_public,fit_private")
+    parser.add_argument("--tasks", default="floor,stream,dask,dask_defaults,dask_frame")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the tasks, interleaved (ratios per round)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
