@@ -27,7 +27,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import dpcov  # noqa: E402
-from scripts.stream_benchmark import generate, measure, peak_mb, start_up  # noqa: E402
+from scripts.stream_benchmark import peak_mb, prepared, rounds, start_up  # noqa: E402
 
 DECLARED = {"fit_public": dict(radius=1.0, clip=True, centering="assume_centered"),
             "fit_private": dict(radius="private", centering="private")}
@@ -56,15 +56,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(*args.child)))
         return
-    if not args.file.exists():
-        generate(args.file, args.rows)
-    size = args.file.stat().st_size
-    print(f"{args.file}: {size / 1e9:.2f} GB", flush=True)
-    tasks = args.tasks.split(",")
-    scripts = {task: __file__ if task in DECLARED else str(ROOT / "scripts" / "stream_benchmark.py") for task in tasks}
-    for k in range(args.repeat):
-        for task in tasks if k % 2 == 0 else tasks[::-1]:
-            measure(task, args.file, size, scripts[task])
+    size = prepared(args.file, args.rows)
+    rounds(args.tasks.split(","), args.file, size, args.repeat, scripts={task: __file__ for task in DECLARED})
 
 
 if __name__ == "__main__":

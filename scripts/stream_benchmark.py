@@ -141,6 +141,25 @@ def measure(task: str, file: Path, size: int, script: str = __file__) -> dict:
     return r
 
 
+def prepared(file: Path, rows: int) -> int:
+    """The file's size in bytes, printed; generated first (--rows x 20) when it does not exist."""
+    if not file.exists():
+        start = time.perf_counter()
+        generate(file, rows)
+        print(f"generated {file}: {rows} rows x {COLUMNS} columns, {file.stat().st_size / 1e9:.1f} GB, "
+              f"{time.perf_counter() - start:.0f} s", flush=True)
+    size = file.stat().st_size
+    print(f"{file}: {size / 1e9:.2f} GB", flush=True)
+    return size
+
+
+def rounds(tasks: list[str], file: Path, size: int, repeat: int, scripts: dict | None = None) -> list[dict]:
+    """``repeat`` rounds of the tasks (each by ``scripts[task]``, default this script), every other round in the
+    reverse order, so that no task always runs first (after the page cache's last reader)."""
+    return [{task: measure(task, file, size, (scripts or {}).get(task, __file__))
+             for task in (tasks if k % 2 == 0 else tasks[::-1])} for k in range(repeat)]
+
+
 def ratios(values: list[float]) -> str:
     return "/".join(f"{v:.2f}" for v in (min(values), float(np.median(values)), max(values))) if len(values) > 1 \
         else f"{values[0]:.2f}"
@@ -158,26 +177,18 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(*args.child)))
         return
-    if not args.file.exists():
-        start = time.perf_counter()
-        generate(args.file, args.rows)
-        print(f"generated {args.file}: {args.rows} rows x {COLUMNS} columns, "
-              f"{args.file.stat().st_size / 1e9:.1f} GB, {time.perf_counter() - start:.0f} s", flush=True)
-    size = args.file.stat().st_size
-    print(f"{args.file}: {size / 1e9:.2f} GB", flush=True)
+    size = prepared(args.file, args.rows)
     tasks = args.tasks.split(",")
-    # every other round in the reverse order, so that no task always runs first (after the page cache's last reader)
-    rounds = [{task: measure(task, args.file, size) for task in (tasks if k % 2 == 0 else tasks[::-1])}
-              for k in range(args.repeat)]
+    measured = rounds(tasks, args.file, size, args.repeat)
     spread = "min/median/max over the rounds" if args.repeat > 1 else "one round"
     if "floor" in tasks and "stream" in tasks:
         print(f"stream / floor speed ({spread}): "
-              f"{ratios([r['floor']['seconds'] / r['stream']['seconds'] for r in rounds])}")
+              f"{ratios([r['floor']['seconds'] / r['stream']['seconds'] for r in measured])}")
     for task in ("dask", "dask_defaults", "dask_frame"):
         if "stream" in tasks and task in tasks:
-            traces = {f"{r[name]['trace']:.12g}" for r in rounds for name in ("stream", task)}
+            traces = {f"{r[name]['trace']:.12g}" for r in measured for name in ("stream", task)}
             print(f"{task} / one process time ({spread}, each round's pair): "
-                  f"{ratios([r[task]['seconds'] / r['stream']['seconds'] for r in rounds])}, traces {sorted(traces)}")
+                  f"{ratios([r[task]['seconds'] / r['stream']['seconds'] for r in measured])}, traces {sorted(traces)}")
     print(f"in-memory check on the first {args.check_rows} rows: max relative difference of Sigma "
           f"{check(args.file, args.check_rows):.2e}")
 

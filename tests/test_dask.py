@@ -1,4 +1,6 @@
 """executor=dask: the same experiment on a Dask cluster gives identical results for the same seed."""
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,6 +46,7 @@ def test_local_cluster_relaxes_the_workers_monitoring_and_leaves_the_callers_con
         assert client.nthreads() and set(client.nthreads().values()) == {1} and len(client.nthreads()) == 2
         for key, value in BATCH_MONITORING.items():
             assert set(client.run(dask.config.get, key).values()) == {value}, key
+        assert set(client.run(os.environ.get, "OMP_NUM_THREADS").values()) == {"1"}  # BLAS at one thread each
         assert {key: dask.config.get(key) for key in BATCH_MONITORING} == before
 
 
