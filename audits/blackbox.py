@@ -38,8 +38,8 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-from mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
-from mechanisms.registry import check_options, get_mechanism, import_plugins, plugin_modules, release
+from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
+from dpcov.mechanisms.registry import check_options, get_mechanism, import_plugins, plugin_modules, release
 
 from .bounds import Bound, Claim, choose_event, confirm
 from .pairs import HAND_NAMES, Pair, PairSpec, features, quantize

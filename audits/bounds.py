@@ -32,7 +32,7 @@ from scipy.optimize import brentq
 from scipy.stats import beta as beta_dist
 from scipy.stats import norm
 
-from mechanisms.privacy import ZCDP, ApproxDP, PureDP
+from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP
 
 # Renyi orders: dense near 1 (events of large probability) up to 1e4 (rare events, large ratios).
 ORDERS = np.concatenate([np.linspace(1.02, 2.0, 25), np.geomspace(2.0, 1e4, 60)[1:]])

@@ -46,13 +46,13 @@ from scipy.special import i0e, i1e
 from scipy.stats import chi2
 from scipy.stats import norm
 
-from mechanisms import stable as stable_module
-from mechanisms import thresholding
-from mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
-from mechanisms.problem import CovProblem
-from mechanisms.registry import MECHANISMS, get_mechanism, release
-from mechanisms.regression import RidgeTask
-from mechanisms.spectral import as_matrix
+from dpcov.mechanisms import stable as stable_module
+from dpcov.mechanisms import thresholding
+from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.registry import MECHANISMS, get_mechanism, release
+from dpcov.mechanisms.regression import RidgeTask
+from dpcov.mechanisms.spectral import as_matrix
 
 from .blackbox import DEFAULT_BUDGETS, AuditReport, audit, audit_sweep
 from .bounds import Bound, Claim, gaussian_delta, gaussian_mu, split_bound

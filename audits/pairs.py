@@ -33,8 +33,8 @@ from functools import cached_property
 
 import numpy as np
 
-from mechanisms.problem import CovProblem
-from mechanisms.spectral import as_matrix
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.spectral import as_matrix
 
 FAMILIES = ("swap_values", "tie", "swap_vectors", "grow", "scale", "new_direction", "l1", "sphere", "zeros",
             "threshold", "dense", "random")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechanisms.problem import ROW_NUMBER, BandSums, renumber_rows
+from dpcov.mechanisms.problem import ROW_NUMBER, BandSums, renumber_rows
 
 from .table import BLOCK_BYTES, block_rows, file_blocks, find_file
 

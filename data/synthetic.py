@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.problem import row_norms
+from dpcov.mechanisms.problem import row_norms
 
 
 def zipf_bin_sizes(n: int, N: int, s: float) -> np.ndarray:

@@ -43,7 +43,7 @@ from typing import Iterator
 
 import numpy as np
 
-from mechanisms.problem import BandSums, clip_rows, row_norms
+from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
 
 from .files import REPO_ROOT, DataFileError, data_dirs, file_digest
 from .registry_types import Data

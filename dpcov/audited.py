@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from audits.pairs import PairSpec
-from data.chunks import Rows
-from mechanisms.problem import BandSums
-from mechanisms.registry import MECHANISMS, AuditNeeds, register_mechanism
+from dpcov.audits.pairs import PairSpec
+from dpcov.data.chunks import Rows
+from dpcov.mechanisms.problem import BandSums
+from dpcov.mechanisms.registry import MECHANISMS, AuditNeeds, register_mechanism
 
 from .estimators import PrivateCovariance, PrivatePCA
 

@@ -36,10 +36,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.advisor import candidates as runnable
-from mechanisms.norm_bound import RATIO_EXPONENT, grid, quantile_possible
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
-from mechanisms.registry import get_mechanism
+from dpcov.experiments.advisor import candidates as runnable
+from dpcov.mechanisms.norm_bound import RATIO_EXPONENT, grid, quantile_possible
+from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
+from dpcov.mechanisms.registry import get_mechanism
 
 TABLE = Path(__file__).with_name("auto_table.csv")
 TASKS = ("pca", "covariance", "ridge")

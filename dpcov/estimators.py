@@ -35,13 +35,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from data.chunks import Rows, is_dask
-from mechanisms.mean import private_mean_of
-from mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
-from mechanisms.problem import BandSums, clip_rows, row_norms
-from mechanisms.registry import check_options, get_mechanism, release
-from mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
+from dpcov.data.chunks import Rows, is_dask
+from dpcov.mechanisms.mean import private_mean_of
+from dpcov.mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
+from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
+from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
+from dpcov.mechanisms.registry import check_options, get_mechanism, release
+from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 
 from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical, typical_of_release
 

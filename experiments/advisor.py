@@ -22,9 +22,9 @@ import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-from mechanisms.privacy import budget_guaranteeing
-from mechanisms.problem import CovProblem
-from mechanisms.registry import MECHANISMS, get_mechanism, release
+from dpcov.mechanisms.privacy import budget_guaranteeing
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.registry import MECHANISMS, get_mechanism, release
 
 from .seeding import generator
 

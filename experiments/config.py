@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from data.registry import get_dataset
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP
-from mechanisms.registry import check_options, get_mechanism
+from dpcov.data.registry import get_dataset
+from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP
+from dpcov.mechanisms.registry import check_options, get_mechanism
 
 from .metrics import check_metrics
 from .seeding import canonical

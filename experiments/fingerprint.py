@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mechanisms.privacy import ApproxDP
-from mechanisms.problem import CovProblem
-from mechanisms.regression import RidgeTask
-from mechanisms.registry import get_mechanism, release
+from dpcov.mechanisms.privacy import ApproxDP
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.regression import RidgeTask
+from dpcov.mechanisms.registry import get_mechanism, release
 
 from .golden import BUDGETS, output_values
 from .seeding import generator

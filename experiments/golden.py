@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP
-from mechanisms.problem import CovProblem
-from mechanisms.regression import RidgeRelease, RidgeTask
-from mechanisms.registry import MECHANISMS, release
+from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.regression import RidgeRelease, RidgeTask
+from dpcov.mechanisms.registry import MECHANISMS, release
 
 from .seeding import generator
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from data.registry import get_dataset
-from mechanisms.problem import CovProblem
-from mechanisms.regression import RidgeTask
+from dpcov.data.registry import get_dataset
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.regression import RidgeTask
 
 from .config import Experiment
 from .seeding import generator, params_key

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from mechanisms.regression import RidgeRelease, RidgeTask
+from dpcov.mechanisms.regression import RidgeRelease, RidgeTask
 
 
 def frobenius(estimate: np.ndarray, truth: np.ndarray) -> float:

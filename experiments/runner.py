@@ -22,8 +22,8 @@ import pandas as pd
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs, parallel_config
 from threadpoolctl import threadpool_limits
 
-from data.chunks import local_cluster
-from mechanisms.registry import import_plugins, plugin_modules, release
+from dpcov.data.chunks import local_cluster
+from dpcov.mechanisms.registry import import_plugins, plugin_modules, release
 
 from .config import Experiment
 from .instances import SPECTRUM_FILE, Instance, build_instance, data_params, resampled, spectrum_row

@@ -31,10 +31,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from data.synthetic import zipf_norms
-from mechanisms.predictions import METRICS, Facts, Prediction
-from mechanisms.privacy import budget_guaranteeing
-from mechanisms.registry import get_mechanism
+from dpcov.data.synthetic import zipf_norms
+from dpcov.mechanisms.predictions import METRICS, Facts, Prediction
+from dpcov.mechanisms.privacy import budget_guaranteeing
+from dpcov.mechanisms.registry import get_mechanism
 
 from .config import budget_from_params
 from .instances import SPECTRUM_COLUMNS, SPECTRUM_FILE

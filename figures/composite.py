@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from experiments.theory import read_spectra
+from dpcov.experiments.theory import read_spectra
 
 from .plot import Panel, build_figure, save
 

@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
-from experiments.theory import predicted_error, prediction_of, read_spectra, row_params  # noqa: E402
+from dpcov.experiments.theory import predicted_error, prediction_of, read_spectra, row_params  # noqa: E402
 
 from .style import figure_styles, paper_name  # noqa: E402
 

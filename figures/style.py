@@ -17,7 +17,7 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 
-from mechanisms.registry import MECHANISMS, declared_plugins
+from dpcov.mechanisms.registry import MECHANISMS, declared_plugins
 
 
 @dataclass(frozen=True)

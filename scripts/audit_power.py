@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from audits import lines as audit  # noqa: E402
+from dpcov.audits import lines as audit  # noqa: E402
 
 # Lines whose privacy analysis is known to be loose (docs/privacy.md, "What each guarantee covers"): Amin et al.'s
 # steps are charged eps_i and spend eps_i / 2, so the whole release is (3/4) eps-DP; audited against that too.

@@ -1,6 +1,9 @@
 """Check the package as a new user gets it: build the wheel, install it into a fresh virtual
-environment, and from an empty temporary directory (no checkout on the path) run the first command,
-the private table pipeline on the shipped example file, a short audit and an estimator fit. CI runs this (.ci/run); it prints each command and its output.
+environment, and from a temporary directory (no checkout on the path) run the first command, the private
+table pipeline on the shipped example file, a short audit and an estimator fit. The wheel must install one
+top-level name, dpcov, and the directory holds a user's own data.py, experiments.py, figures.py,
+mechanisms.py, audits.py and conf/ (common names, which the package must not collide with). CI runs this
+(.ci/run); it prints each command and its output.
 
     python scripts/check_wheel.py [--keep DIR]
 """
@@ -12,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +27,15 @@ pca = PrivatePCA(2, budget=ZCDP(0.5), radius=1.0, centering="private", random_st
 print(f"PrivatePCA: mechanism_={pca.mechanism_}, spent {pca.ledger_}")
 print("components_:", np.round(pca.components_, 2).tolist())
 """
+USER_FILES = {name: f"raise ImportError('the user\\'s own {name} was imported')\n"
+              for name in ("data.py", "experiments.py", "figures.py", "mechanisms.py", "audits.py", "conf/__init__.py")}
+
+
+def top_level_names(wheel: Path) -> set[str]:
+    """The import names a wheel installs: its top-level folders and modules (not its .dist-info)."""
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+    return {top.removesuffix(".py") for top in tops if not top.endswith((".dist-info", ".data"))}
 
 
 def step(title: str, command: list[str], cwd: Path, env: dict, expect: int = 0) -> str:
@@ -46,13 +59,20 @@ def main() -> None:
     step("build the wheel", [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work / "dist"),
                              str(ROOT)], ROOT, env)
     wheel = next((work / "dist").glob("dpcov-*.whl"))
+    names = top_level_names(wheel)
+    print(f"\n{wheel.name} installs the top-level names {sorted(names)}", flush=True)
+    if names != {"dpcov"}:
+        sys.exit(f"check_wheel: the wheel installs {sorted(names)}: it must install dpcov alone")
     venv = work / "venv"
     step("fresh virtual environment", [sys.executable, "-m", "venv", str(venv)], work, env)
     bin_dir = venv / "bin"
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     step("install the wheel", [str(bin_dir / "pip"), "install", "--quiet", str(wheel)], work, env)
-    user = work / "user"  # an empty directory: the package alone, no checkout beside it
-    user.mkdir(exist_ok=True)
+    user = work / "user"  # the package alone, no checkout beside it; the user's own modules of common names
+    for name, text in USER_FILES.items():
+        (user / name).parent.mkdir(parents=True, exist_ok=True)
+        (user / name).write_text(text)
+    env["PYTHONPATH"] = str(user)  # the user's project on the path, in the commands and their worker processes
     step("help", ["dpcov", "--help"], user, env)
     out = step("first command", ["dpcov", "run", "experiment=synthetic_trace", "scale=smoke"], user, env)
     written = user / "outputs" / "synthetic_trace" / "smoke"
@@ -63,6 +83,10 @@ def main() -> None:
          ["dpcov", "run", "experiment=table_private", "scale=smoke"], user, env)
     step("audit", ["dpcov", "audit", "gauss", "--runs", "200", "--seconds", "30", "--n-jobs", "2", "--quiet"], user, env)
     step("estimator fit", [str(bin_dir / "python"), "-c", FIT], user, env)
+    out = step("the user's own data.py is theirs", [str(bin_dir / "python"), "-c", "import dpcov.data, data"], user,
+               env, expect=1)
+    if "the user's own data.py was imported" not in out:
+        sys.exit("check_wheel: import data did not load the user's own data.py")
     print(f"\ncheck_wheel: the wheel {wheel.name} installs and runs from {user}", flush=True)
 
 

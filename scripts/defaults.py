@@ -40,10 +40,10 @@ import dpcov  # noqa: E402
 from dpcov import defaults, measure  # noqa: E402
 from dpcov.commands.head_to_head import COMPONENTS, HELD_OUT_COMPONENTS, pca_data  # noqa: E402  (the same data)
 from dpcov.commands.reproduce import TARGETS, experiment_of  # noqa: E402
-from data.registry import get_dataset  # noqa: E402
-from experiments.instances import data_params  # noqa: E402
-from experiments.seeding import generator, params_key  # noqa: E402
-from mechanisms.registry import MECHANISMS  # noqa: E402
+from dpcov.data.registry import get_dataset  # noqa: E402
+from dpcov.experiments.instances import data_params  # noqa: E402
+from dpcov.experiments.seeding import generator, params_key  # noqa: E402
+from dpcov.mechanisms.registry import MECHANISMS  # noqa: E402
 
 OUT = ROOT / "results" / "advisor" / "defaults"
 PCA_BUDGETS = tuple(dpcov.PureDP(e) for e in (0.5, 1.0, 2.0, 4.0, 16.0)) + (dpcov.ZCDP(0.5), dpcov.ApproxDP(1.0, 1e-6))

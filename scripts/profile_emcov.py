@@ -38,8 +38,8 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from data.synthetic import synthetic_zipf  # noqa: E402
-from mechanisms import CovProblem, PureDP, ZCDP, release  # noqa: E402
+from dpcov.data.synthetic import synthetic_zipf  # noqa: E402
+from dpcov.mechanisms import CovProblem, PureDP, ZCDP, release  # noqa: E402
 
 PARTS = {
     "kriged draws": ("_phase", "_phase_subtract"),

@@ -36,9 +36,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from data.chunks import dask_sums, local_cluster  # noqa: E402
-from data.table import table_data  # noqa: E402
-from mechanisms.problem import BandSums, CovProblem, clip_rows  # noqa: E402
+from dpcov.data.chunks import dask_sums, local_cluster  # noqa: E402
+from dpcov.data.table import table_data  # noqa: E402
+from dpcov.mechanisms.problem import BandSums, CovProblem, clip_rows  # noqa: E402
 
 COLUMNS = 20
 ROW_GROUP = 1_000_000
@@ -101,7 +101,7 @@ def child(task: str, path: str) -> dict:
                    if task == "dask_defaults" else local_cluster(2))
         with cluster, distributed.Client(cluster) as client:
             # the workers start up as this process did before its clock started (imports, numba)
-            client.run(importlib.import_module, "data.chunks")
+            client.run(importlib.import_module, "dpcov.data.chunks")
             client.run(start_up, task)
             start = time.perf_counter()  # the cluster's start-up is not the statistics' time
             rows = dd.read_parquet(path, split_row_groups=True) if task == "dask_frame" else path

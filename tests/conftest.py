@@ -1,6 +1,6 @@
 import pytest
 
-from experiments.config import compose_experiment
+from dpcov.experiments.config import compose_experiment
 
 
 @pytest.fixture

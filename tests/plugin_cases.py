@@ -2,8 +2,8 @@
 ``plugin_cases:<name>``, from tests/ on sys.path, also in worker processes)."""
 import numpy as np
 
-from mechanisms import PureDP, ZCDP, register_mechanism
-from mechanisms.gaussian import gauss_noisy
+from dpcov.mechanisms import PureDP, ZCDP, register_mechanism
+from dpcov.mechanisms.gaussian import gauss_noisy
 
 
 @register_mechanism(notion=ZCDP, label="Twice GaussCov")

@@ -8,18 +8,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import mechanisms.adaptive as adaptive_module
-from data.synthetic import synthetic_zipf
-from mechanisms import CovProblem, PureDP, ZCDP, release
-from mechanisms.adaptive import (
+import dpcov.mechanisms.adaptive as adaptive_module
+from dpcov.data.synthetic import synthetic_zipf
+from dpcov.mechanisms import CovProblem, PureDP, ZCDP, release
+from dpcov.mechanisms.adaptive import (
     above_threshold,
     eta,
     omega,
     private_radius_exponent,
     upsilon,
 )
-from mechanisms.gaussian import symmetric_gaussian
-from mechanisms.privacy import Accountant
+from dpcov.mechanisms.gaussian import symmetric_gaussian
+from dpcov.mechanisms.privacy import Accountant
 
 HUGE_EPS = 1e9  # Laplace noise of scale ~1e-9: SVT becomes exact on well-separated queries
 

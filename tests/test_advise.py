@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.theory import predicted_error
-from mechanisms import ApproxDP, PureDP, ZCDP
+from dpcov.experiments.theory import predicted_error
+from dpcov.mechanisms import ApproxDP, PureDP, ZCDP
 
 ROOT = Path(__file__).resolve().parents[1]
 advise = importlib.import_module("dpcov.commands.advise")
@@ -109,7 +109,7 @@ def test_phase_diagram_of_the_committed_sweep(tmp_path):
 
 # --- the advisor that measures (experiments/advisor.py) ----------------------------------------------------
 
-from experiments import advisor as simulation  # noqa: E402
+from dpcov.experiments import advisor as simulation  # noqa: E402
 
 
 def test_synthetic_problem_matches_the_stated_facts():
@@ -135,7 +135,7 @@ def test_the_simulation_ranks_every_candidate_with_no_blank_row_and_is_reproduci
     one = simulation.simulate(3000, 12, ZCDP(0.5), trace=0.5, decay=1.0, trials=3, n_jobs=1)
     two = simulation.simulate(3000, 12, ZCDP(0.5), trace=0.5, decay=1.0, trials=3, n_jobs=2)
     pd.testing.assert_frame_equal(one.drop(columns="seconds"), two.drop(columns="seconds"))
-    from mechanisms.registry import MECHANISMS
+    from dpcov.mechanisms.registry import MECHANISMS
 
     # every candidate whose notion can meet a zCDP claim (pure DP can; (eps, delta)-DP cannot)
     assert set(one.mechanism) == {m for m in simulation.candidates() if MECHANISMS[m].notion is not ApproxDP}

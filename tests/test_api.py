@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mechanisms import CovProblem, ZCDP, release
+from dpcov.mechanisms import CovProblem, ZCDP, release
 
 ROOT = Path(__file__).resolve().parents[1]
 

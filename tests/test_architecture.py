@@ -24,10 +24,15 @@ def project_files() -> list[Path]:
     return files
 
 
+SUBPACKAGES = ("mechanisms", "data", "experiments", "figures", "audits")  # installed as dpcov.<folder>
+
+
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
+    if parts and parts[0] in SUBPACKAGES:
+        parts = ["dpcov", *parts]
     return ".".join(parts)
 
 
@@ -149,3 +154,13 @@ def test_no_project_import_is_tucked_into_a_function():
 def test_the_old_cycle_is_gone(edge):
     edges, _ = import_graph()
     assert edge not in edges
+
+
+def test_the_suite_folders_are_imported_as_dpcov_subpackages():
+    """One installed name: code, tests and docs import dpcov.mechanisms, never a top-level mechanisms (which a
+    user's own mechanisms.py or data.py would shadow)."""
+    files = {module_name(p): p for p in project_files()}
+    sources = project_files() + sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "docs").rglob("*.py"))
+    bare = [f"{path.relative_to(ROOT)}:{line} imports {module}" for path in sources
+            for module, line, _ in imported_modules(path, files) if module.split(".")[0] in SUBPACKAGES + ("conf",)]
+    assert not bare, "\n".join(bare)

@@ -8,12 +8,12 @@ import pytest
 from scipy import optimize, stats
 from scipy.stats import norm
 
-import data.sparse as sparse
-import mechanisms.emcov as emcov
-import mechanisms.thresholding as thr
-from data.sparse import sparse_gaussian
-from experiments.config import compose_experiment
-from mechanisms import Accountant, ApproxDP, CovProblem, PureDP, ZCDP, release
+import dpcov.data.sparse as sparse
+import dpcov.mechanisms.emcov as emcov
+import dpcov.mechanisms.thresholding as thr
+from dpcov.data.sparse import sparse_gaussian
+from dpcov.experiments.config import compose_experiment
+from dpcov.mechanisms import Accountant, ApproxDP, CovProblem, PureDP, ZCDP, release
 
 
 def one_dimensional(n=400, value=0.7):

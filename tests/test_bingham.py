@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
-from mechanisms.bingham import acg_parameter, log_acceptance, sample_bingham
+from dpcov.mechanisms.bingham import acg_parameter, log_acceptance, sample_bingham
 
 N_DRAWS = 20000
 
@@ -114,7 +114,7 @@ def test_stops_with_a_clear_error_instead_of_looping():
 def test_compiled_screen_gives_the_vectorised_sampler_draws():
     """sample_bingham_eigen normalises and screens proposals in one compiled pass: the same seed
     gives the draws of the plain numpy form of the same steps (same proposals, same decisions)."""
-    from mechanisms.bingham import acg_parameter, sample_bingham_eigen
+    from dpcov.mechanisms.bingham import acg_parameter, sample_bingham_eigen
 
     def numpy_form(lam, rng, size):
         lam = lam - lam.min()

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from dpcov.cli import COMMANDS, main
-from experiments.config import experiment_names
+from dpcov.experiments.config import experiment_names
 
 
 def test_help_lists_every_subcommand(capsys):

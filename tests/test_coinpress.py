@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mechanisms import Accountant, BudgetExceeded, CovProblem, PureDP, ZCDP
-from mechanisms.coinpress import (
+from dpcov.mechanisms import Accountant, BudgetExceeded, CovProblem, PureDP, ZCDP
+from dpcov.mechanisms.coinpress import (
     clip_rows,
     clipped_second_moment,
     coinpress_cov,
@@ -25,8 +25,8 @@ from mechanisms.coinpress import (
     sensitivity,
     step_bound,
 )
-from mechanisms.gaussian import gauss_cov, symmetric_gaussian
-from mechanisms.spectral import as_matrix, clamp_eigenvalues
+from dpcov.mechanisms.gaussian import gauss_cov, symmetric_gaussian
+from dpcov.mechanisms.spectral import as_matrix, clamp_eigenvalues
 
 RHO = 0.1
 

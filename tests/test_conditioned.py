@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
-import mechanisms.conditioned as conditioned
-from mechanisms.bingham import sample_bingham_eigen
-from mechanisms.emcov import sample_eigenvectors
+import dpcov.mechanisms.conditioned as conditioned
+from dpcov.mechanisms.bingham import sample_bingham_eigen
+from dpcov.mechanisms.emcov import sample_eigenvectors
 
 
 def eigh_per_step(C, etas, rng):

@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data.chunks import BATCH_MONITORING, _worker_threads, dask_sums, local_cluster
-from experiments.config import ConfigError
-from experiments.runner import run_experiment
-from mechanisms.problem import CovProblem, clip_rows
+from dpcov.data.chunks import BATCH_MONITORING, _worker_threads, dask_sums, local_cluster
+from dpcov.experiments.config import ConfigError
+from dpcov.experiments.runner import run_experiment
+from dpcov.mechanisms.problem import CovProblem, clip_rows
 
 distributed = pytest.importorskip("distributed", reason="executor=dask needs pip install -e '.[dask]'")
 

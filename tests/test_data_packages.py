@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import data.files as files
-import data.mnist as mnist_mod
-import data.news_hf as news_hf_mod
-from data.files import DataFile, DataFileError, sha256sum
-from data.mnist import TRAIN_IMAGES, TRAIN_LABELS, locate_mnist, mnist
-from data.news import hashed_counts, scale_rows
-from experiments.runner import run_experiment
+import dpcov.data.files as files
+import dpcov.data.mnist as mnist_mod
+import dpcov.data.news_hf as news_hf_mod
+from dpcov.data.files import DataFile, DataFileError, sha256sum
+from dpcov.data.mnist import TRAIN_IMAGES, TRAIN_LABELS, locate_mnist, mnist
+from dpcov.data.news import hashed_counts, scale_rows
+from dpcov.experiments.runner import run_experiment
 from test_real_data import SHARED, tiny_mnist
 
 

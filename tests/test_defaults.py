@@ -12,10 +12,10 @@ import dpcov
 from dpcov import defaults, estimators
 import pandas as pd
 
-from mechanisms.norm_bound import (STEPS, grid, norm_histogram, private_norm_bound, private_norm_quantile_of,
+from dpcov.mechanisms.norm_bound import (STEPS, grid, norm_histogram, private_norm_bound, private_norm_quantile_of,
                                 quantile_possible, threshold)
-from mechanisms.privacy import Accountant
-from mechanisms.registry import get_mechanism
+from dpcov.mechanisms.privacy import Accountant
+from dpcov.mechanisms.registry import get_mechanism
 
 
 def _rows(n=20000, d=6, scale=0.05, mean=0.0, seed=0):
@@ -203,7 +203,7 @@ def test_auto_names_the_missing_table(tmp_path):
 
 def test_the_estimator_path_audit_plugins_charge_what_the_fit_spent():
     from dpcov import audited  # noqa: F401  (registers the plug-ins)
-    from audits.pairs import PairSpec
+    from dpcov.audits.pairs import PairSpec
 
     pair = PairSpec("sphere", 10000, 2).build()
     for name, budget in [("covariance_zcdp", dpcov.ZCDP(0.5)), ("covariance_pure", dpcov.PureDP(1.0)),
@@ -233,7 +233,7 @@ def test_the_streamed_pipeline_plugins_read_the_band_sums_a_table_streams():
     does) and releases what the pipeline releases from them: the same noise draws as on from_rows' sums, so the
     same matrix to rounding."""
     from dpcov import audited
-    from audits.pairs import PairSpec
+    from dpcov.audits.pairs import PairSpec
 
     problem = PairSpec("new_direction", 1000).build().problems[1]
     streamed = audited._streamed(problem)
@@ -250,8 +250,8 @@ def test_the_streamed_pipeline_plugins_read_the_band_sums_a_table_streams():
 def test_the_audit_catches_a_radius_read_from_the_data_and_passes_the_private_one(monkeypatch):
     """On the sphere pair (every row of norm 0.01 against one row on the unit sphere) a radius read from
     the data moves the noise by 100^2: flagged. radius="private" on the same pair: not flagged."""
-    from audits.blackbox import audit
-    from audits.pairs import PairSpec
+    from dpcov.audits.blackbox import audit
+    from dpcov.audits.pairs import PairSpec
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "docs" / "examples"))
     leaky = audit("buggy_mechanisms:estimator_data_radius", dpcov.ZCDP(0.5), pairs=[PairSpec("sphere", 10000)],

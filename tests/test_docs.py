@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.config import check_command_line
+from dpcov.experiments.config import check_command_line
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
-from mechanisms import CovProblem, PureDP, ZCDP, Accountant, release
-from mechanisms.emcov import amin_pure, emcov_zcdp, sample_eigenvectors
-from mechanisms.secular import compress_sorted, rank_one_update
-from mechanisms.spectral import Spectral
+from dpcov.mechanisms import CovProblem, PureDP, ZCDP, Accountant, release
+from dpcov.mechanisms.emcov import amin_pure, emcov_zcdp, sample_eigenvectors
+from dpcov.mechanisms.secular import compress_sorted, rank_one_update
+from dpcov.mechanisms.spectral import Spectral
 
 
 def unit_rows(n, d, seed, rank=None):
@@ -80,7 +80,7 @@ def test_secular_far_field_against_eigh(spectrum):
     """At q = 500 most poles enter the secular sums through far-field expansions (GROUP roots share
     FAR_TERMS Taylor coefficients): the eigenvalues must still match eigh, and the eigenvectors
     stay orthonormal eigenvectors, for the compression and for KT's rank-one update."""
-    from mechanisms import secular
+    from dpcov.mechanisms import secular
     rng = np.random.default_rng(len(spectrum))
     q = 500
     if spectrum == "gamma":
@@ -114,8 +114,7 @@ def test_compressions_match_the_pseudocode(monkeypatch):
     """Steps 2b-2c by Householder updates must leave C_i = P_i C P_i^T. With a sampler that always
     returns the top eigenvector of C_i, the thetas must be C's eigenvectors in descending order
     (for both the projection and the Kapralov-Talwar deflation with exact eigenvalues)."""
-    import mechanisms.emcov as emcov
-
+    import dpcov.mechanisms.emcov as emcov
     def top_eigenvector(lam, rng, size, max_proposals=None):  # lam = -eta * mu: argmin = top
         out = np.zeros((1, len(lam)))
         out[0, np.argmin(lam)] = 1.0
@@ -135,7 +134,7 @@ def test_compressions_match_the_pseudocode(monkeypatch):
 def test_shared_eigh_is_the_one_each_release_computed():
     """CovProblem.unit_gram_eigh replaces the eigh of C = X^T X (unit ball) each release used to
     compute: the same numbers bit for bit, and read-only (shared by the trials)."""
-    from mechanisms.emcov import _check_unit_scale
+    from dpcov.mechanisms.emcov import _check_unit_scale
     problem = CovProblem.from_rows(unit_rows(300, 9, 5) * 0.7, radius=0.8)
     C, _ = _check_unit_scale(problem)
     values, vectors = problem.unit_gram_eigh
@@ -230,7 +229,7 @@ def test_radius_scaling():
 
 def forward_reference(C, etas, rng):
     """Amin Algorithm 1 step 2 as written: the eigenbasis of C_i updated by every compression."""
-    from mechanisms.bingham import sample_bingham_eigen
+    from dpcov.mechanisms.bingham import sample_bingham_eigen
     mu, basis = np.linalg.eigh(C)
     thetas = []
     for eta in etas:
@@ -304,7 +303,7 @@ def test_rank_one_update_against_eigh():
 
 def forward_reference_kt(C, etas, subtract, rng):
     """KT as before the blocks: C_i's eigenbasis updated by every rank-one update."""
-    from mechanisms.bingham import sample_bingham_eigen
+    from dpcov.mechanisms.bingham import sample_bingham_eigen
     mu, basis = np.linalg.eigh(C)
     thetas = []
     for i, eta in enumerate(etas):

@@ -4,6 +4,9 @@ and nothing is taken from the data silently."""
 from __future__ import annotations
 
 import doctest
+import importlib
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from sklearn.linear_model import Ridge
 from sklearn.utils.estimator_checks import check_estimator
 
 import dpcov
-from mechanisms.emcov import sample_eigenvectors
+from dpcov.mechanisms.emcov import sample_eigenvectors
 
 ROOT = Path(__file__).resolve().parents[1]
 DECLARED = dict(radius=1.0, centering="private", clip=True, random_state=0)
@@ -180,7 +183,17 @@ def test_clone_params_and_reproducibility(data):
 def test_import_dpcov_is_the_public_api():
     for name in dpcov.__all__:
         assert hasattr(dpcov, name), name
-    assert dpcov.release is __import__("mechanisms").release
+    assert dpcov.release is importlib.import_module("dpcov.mechanisms").release
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        dpcov.nonexistent  # noqa: B018
+
+
+def test_importing_a_subpackage_does_not_load_the_estimators():
+    """What a Dask worker summing a table imports stays light: dpcov's names load on first use."""
+    code = ("import sys, dpcov.mechanisms.problem; "
+            "print(sorted(m for m in ('dpcov.estimators', 'sklearn', 'dpcov.mechanisms.registry') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 @pytest.mark.parametrize("budget, sd", [
@@ -190,7 +203,7 @@ def test_import_dpcov_is_the_public_api():
 def test_private_mean_noise_is_calibrated(budget, sd):
     """The centring step's noise has the sd its sensitivity and budget give (r = 0.8, n = 100, d = 3),
     and is charged to the accountant."""
-    from mechanisms.mean import private_mean
+    from dpcov.mechanisms.mean import private_mean
 
     X = np.full((100, 3), 0.1)
     draws = []
@@ -204,8 +217,8 @@ def test_private_mean_noise_is_calibrated(budget, sd):
 
 
 def test_private_mean_under_approx_dp_uses_the_analytic_gaussian():
-    from mechanisms.mean import private_mean
-    from mechanisms.thresholding import analytic_gaussian_sigma
+    from dpcov.mechanisms.mean import private_mean
+    from dpcov.mechanisms.thresholding import analytic_gaussian_sigma
 
     budget = dpcov.ApproxDP(1.0, 1e-5)
     X = np.zeros((50, 2))
@@ -236,7 +249,7 @@ def test_pca_ranks_components_on_the_unclamped_private_eigenvalues(data):
 def test_fit_streams_a_table_file_to_the_in_memory_release(tmp_path, suffix):
     """fit(path) sums the file a block at a time (blocks of 1000 rows here) and releases what fit(array)
     releases with the same seed, to rounding: the private radius, the private mean and the covariance."""
-    from data.chunks import Rows
+    from dpcov.data.chunks import Rows
     if suffix == ".parquet":
         pytest.importorskip("pyarrow")
     X = np.random.default_rng(8).standard_normal((12000, 5)) * [2.0, 1.0, 0.5, 0.3, 0.1] + [1, 0, 0, 0, 2]
@@ -282,7 +295,7 @@ def test_a_streamed_blocks_band_sums_are_the_arrays_to_rounding(clip, shift):
 def test_fit_on_a_file_numbers_a_refused_row_in_the_file_and_refuses_no_rows_first(tmp_path, suffix):
     """A NaN in a later block of a file is reported by its row in the whole file (not in its block); an
     empty file says "no rows" before any step reads n (mechanism="auto"'s table, on n = 0)."""
-    from data.chunks import Rows
+    from dpcov.data.chunks import Rows
     if suffix == ".parquet":
         pytest.importorskip("pyarrow")
     X = np.random.default_rng(4).standard_normal((12000, 5)) * [0.3, 0.2, 0.1, 0.05, 0.02]

@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data.files import data_dirs
-from data.registry import get_dataset
-from experiments.config import ConfigError, compose_experiment, experiment_names
-from experiments.instances import SPECTRUM_FILE, resampled, spectra_frame
-from experiments.runner import run_experiment
-from figures.plot import draw
-from experiments.store import ResultsStore
-from mechanisms.privacy import budget_guaranteeing
-from mechanisms.registry import get_mechanism
+from dpcov.data.files import data_dirs
+from dpcov.data.registry import get_dataset
+from dpcov.experiments.config import ConfigError, compose_experiment, experiment_names
+from dpcov.experiments.instances import SPECTRUM_FILE, resampled, spectra_frame
+from dpcov.experiments.runner import run_experiment
+from dpcov.figures.plot import draw
+from dpcov.experiments.store import ResultsStore
+from dpcov.mechanisms.privacy import budget_guaranteeing
+from dpcov.mechanisms.registry import get_mechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ["mechanism", "trial", "N"]
@@ -80,7 +80,7 @@ def test_the_parent_keeps_one_blas_thread_while_the_workers_run(experiment, monk
     threads, OpenBLAS's idle ones would spin and take the workers' cores."""
     from threadpoolctl import threadpool_info
 
-    import experiments.runner as runner
+    import dpcov.experiments.runner as runner
     seen, build = [], runner.build_instance
 
     def recording(*args, **kwargs):
@@ -95,7 +95,7 @@ def test_the_parent_keeps_one_blas_thread_while_the_workers_run(experiment, monk
 
 def test_each_data_point_is_built_once_whatever_the_grid_order(experiment, monkeypatch):
     """appc_dim sweeps the budget before the dimension: its grid visits each data point twice."""
-    import experiments.runner as runner
+    import dpcov.experiments.runner as runner
     built, build = [], runner.build_instance
     monkeypatch.setattr(runner, "build_instance",
                         lambda exp, point, *a: built.append(point["d"]) or build(exp, point, *a))
@@ -230,8 +230,8 @@ def test_run_py_end_to_end(tmp_path):
 def test_resampled_datasets_draw_a_fresh_sample_per_trial(experiment, monkeypatch):
     """A dataset with resampled(params) True (e.g. MNIST subsamples) is rebuilt per trial: trials
     differ, all mechanisms and budgets of one trial share the sample, any n_jobs gives the same."""
-    from data import registry
-    from data.synthetic import synthetic_zipf
+    from dpcov.data import registry
+    from dpcov.data.synthetic import synthetic_zipf
 
     toy = registry.Dataset("synthetic_zipf", synthetic_zipf, 1.0, "resampled copy", resampled=lambda p: True)
     monkeypatch.setitem(registry.DATASETS, "synthetic_zipf", toy)
@@ -284,8 +284,8 @@ def test_benchmark_times_every_line_of_the_experiment_including_variants():
 def test_summary_is_the_same_bits_whatever_order_the_runs_finished_in():
     """Tasks finish in any order (joblib's unordered generator, several workers): the summary sorts the
     rows first, so a regeneration gives the committed numbers to the last bit."""
-    from experiments.config import compose_experiment
-    from experiments.runner import run_identity, summarise
+    from dpcov.experiments.config import compose_experiment
+    from dpcov.experiments.runner import run_identity, summarise
     exp = compose_experiment(["experiment=synthetic_trace", "scale=smoke"])
     rng = np.random.default_rng(0)
     rows = [{"experiment": exp.name, **run_identity(exp, point, m, t), "released": "ok",
@@ -303,7 +303,7 @@ def test_task_grouping_changes_no_number(experiment):
     """The runner's first chunk of trials is one task per line (quick lines report while another
     compiles), the rest hold every line; a line added later runs in tasks of its own. Every run's
     randomness comes from its key, so the numbers are those of one fresh run of every line."""
-    from experiments.runner import _tasks, plan, trials_per_task
+    from dpcov.experiments.runner import _tasks, plan, trials_per_task
 
     exp = experiment("synthetic_trace", "n_jobs=1", "mechanisms=[gauss,separate,zero]", output="fresh")
     tasks = list(_tasks(exp, plan(exp, set()), trials_per_task(exp.trials, 1)))

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.config import Figure
-from figures import plot
-from figures.composite import FigureSpecError, build_composite, composite_panels, load_composites
-from figures.gallery import GALLERY, gallery
-from figures.style import STYLES, figure_styles, paper_name, style_for
-from mechanisms.registry import MECHANISMS
+from dpcov.experiments.config import Figure
+from dpcov.figures import plot
+from dpcov.figures.composite import FigureSpecError, build_composite, composite_panels, load_composites
+from dpcov.figures.gallery import GALLERY, gallery
+from dpcov.figures.style import STYLES, figure_styles, paper_name, style_for
+from dpcov.mechanisms.registry import MECHANISMS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -88,7 +88,7 @@ def drawn(cases, name):
 
 
 def target_panels(target, experiment, metric):
-    from experiments import theory
+    from dpcov.experiments import theory
 
     summary = pd.read_csv(RESULTS / target.out / "summary.csv")
     return plot.experiment_panels(experiment, summary, metric, theory.read_spectra(RESULTS / target.out))
@@ -250,7 +250,7 @@ def test_fallbacks_are_marked_and_explained(tmp_path):
 
 
 def test_theory_overlay_is_the_closed_form():
-    from mechanisms.predictions import expected_frobenius_sgw
+    from dpcov.mechanisms.predictions import expected_frobenius_sgw
 
     panels, _ = plot.summary_panels(toy_summary(), Figure(x="n"), "fro", ["n", "d", "rho"])
     xs, ys, _ = plot._theory_line(panels[0], "gauss", panels[0].frame[panels[0].frame.mechanism == "gauss"])
@@ -275,7 +275,7 @@ def test_composite_specs_give_clear_errors(tmp_path):
 
 
 def test_gallery_is_not_stale_and_shows_every_committed_figure():
-    from figures.bounds import STEM
+    from dpcov.figures.bounds import STEM
 
     expected = gallery(TARGETS, load_composites(), RESULTS, f"results/{STEM}")
     assert GALLERY.read_text() == expected, "GALLERY.md is stale: python scripts/reproduce.py --tables"
@@ -290,7 +290,7 @@ def test_gallery_is_not_stale_and_shows_every_committed_figure():
 
 
 def test_dong_fig1_is_drawn_from_the_formulas(tmp_path):
-    from figures.bounds import plot_bounds
+    from dpcov.figures.bounds import plot_bounds
 
     png, pdf = plot_bounds(tmp_path / "fig1")
     assert png.exists() and pdf.exists()

@@ -2,7 +2,7 @@
 deliberate -- regenerate with  python -m experiments.golden --update  and explain it in the commit."""
 import pandas as pd
 
-from experiments.golden import GOLDEN, differences, golden_rows
+from dpcov.experiments.golden import GOLDEN, differences, golden_rows
 
 
 def test_every_mechanism_matches_its_golden_numbers():

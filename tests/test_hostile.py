@@ -5,14 +5,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.config import ConfigError
-from experiments.golden import BUDGETS, OPTIONS
-from experiments.runner import run_experiment
-from experiments.store import ResultsStore
-from mechanisms.problem import CovProblem
-from mechanisms.regression import RidgeTask
-from mechanisms.registry import MECHANISMS, release
-from mechanisms.stable import StableReleaseFailed
+from dpcov.experiments.config import ConfigError
+from dpcov.experiments.golden import BUDGETS, OPTIONS
+from dpcov.experiments.runner import run_experiment
+from dpcov.experiments.store import ResultsStore
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.regression import RidgeTask
+from dpcov.mechanisms.registry import MECHANISMS, release
+from dpcov.mechanisms.stable import StableReleaseFailed
 
 RNG = np.random.default_rng(0)
 DEGENERATE = {

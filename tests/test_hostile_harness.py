@@ -14,15 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import experiments.config as config_mod
-from data import files
-from data import news as news_mod
-from data.files import DataFileError
-from experiments import store as store_mod
-from experiments.config import ConfigError, compose_experiment, job_output_dir
-from experiments.runner import Progress, run_experiment, trial_executor
-from experiments.store import OutputDirError, ResultsStore
-from mechanisms import registry
+import dpcov.experiments.config as config_mod
+from dpcov.data import files
+from dpcov.data import news as news_mod
+from dpcov.data.files import DataFileError
+from dpcov.experiments import store as store_mod
+from dpcov.experiments.config import ConfigError, compose_experiment, job_output_dir
+from dpcov.experiments.runner import Progress, run_experiment, trial_executor
+from dpcov.experiments.store import OutputDirError, ResultsStore
+from dpcov.mechanisms import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ("mechanisms=[gauss,zero]",)
@@ -358,7 +358,7 @@ def test_numbers_do_not_depend_on_the_environments_blas_threads(experiment):
     under another OMP_NUM_THREADS (or inside another process) gives the same bits."""
     from threadpoolctl import threadpool_limits
 
-    from experiments.instances import build_instance
+    from dpcov.experiments.instances import build_instance
 
     exp = experiment("synthetic_trace", "params.d=100", "params.n=3000")
     sigmas = []

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from data.synthetic import synthetic_zipf
-from mechanisms import (
+from dpcov.data.synthetic import synthetic_zipf
+from dpcov.mechanisms import (
     MECHANISMS,
     ApproxDP,
     CovProblem,

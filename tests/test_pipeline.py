@@ -5,10 +5,10 @@ tests/privacy/test_audit.py (every registered mechanism and configured variant).
 import numpy as np
 import pytest
 
-from data.table import table
-from mechanisms.privacy import PureDP, ZCDP
-from mechanisms.problem import CovProblem, clip_rows
-from mechanisms.registry import release
+from dpcov.data.table import table
+from dpcov.mechanisms.privacy import PureDP, ZCDP
+from dpcov.mechanisms.problem import CovProblem, clip_rows
+from dpcov.mechanisms.registry import release
 
 RAW = np.random.default_rng(0).standard_normal((6000, 4)) * [30.0, 10.0, 3.0, 0.5] + [100.0, 0.0, -20.0, 5.0]
 
@@ -78,8 +78,8 @@ def test_the_audit_flags_a_pipeline_whose_radius_is_read_from_the_data(monkeypat
     (PrivRadius) on the same pair and runs: not flagged."""
     from pathlib import Path
 
-    from audits.blackbox import audit
-    from audits.pairs import PairSpec
+    from dpcov.audits.blackbox import audit
+    from dpcov.audits.pairs import PairSpec
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "docs" / "examples"))
     leaky = audit("buggy_mechanisms:pipeline_data_radius", ZCDP(0.5), pairs=[PairSpec("sphere", 10000)],

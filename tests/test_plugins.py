@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.config import ConfigError
-from experiments.runner import run_experiment
-from figures.plot import draw
-from mechanisms import (AuditNeeds, BudgetExceeded, CovProblem, Facts, PureDP, ZCDP, get_mechanism,
+from dpcov.experiments.config import ConfigError
+from dpcov.experiments.runner import run_experiment
+from dpcov.figures.plot import draw
+from dpcov.mechanisms import (AuditNeeds, BudgetExceeded, CovProblem, Facts, PureDP, ZCDP, get_mechanism,
                         register_mechanism, release)
-from mechanisms.registry import MECHANISMS, PLUGINS, plugin_modules
+from dpcov.mechanisms.registry import MECHANISMS, PLUGINS, plugin_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -246,8 +246,8 @@ def test_a_plugin_in_a_package_by_dotted_path(experiment, tmp_path, monkeypatch)
     (package.parent / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
     (package / "cov.py").write_text(
-        "from mechanisms import ZCDP, register_mechanism\n"
-        "from mechanisms.gaussian import gauss_cov\n\n"
+        "from dpcov.mechanisms import ZCDP, register_mechanism\n"
+        "from dpcov.mechanisms.gaussian import gauss_cov\n\n"
         "@register_mechanism(notion=ZCDP, label='Mine')\n"
         "def my_mech(problem, accountant, rng):\n"
         "    return gauss_cov(problem, accountant, rng)\n")
@@ -274,9 +274,9 @@ def test_a_plugins_declarations_reach_the_advisor_the_overlay_the_style_and_the_
     the advisor ranks, the figure overlays, the style table draws and the audits use."""
     import importlib.util
 
-    from experiments.theory import predicted_error
-    from figures import plot
-    from figures.style import style_for
+    from dpcov.experiments.theory import predicted_error
+    from dpcov.figures import plot
+    from dpcov.figures.style import style_for
 
     monkeypatch.syspath_prepend(str(EXAMPLES))
     import my_mechanisms
@@ -301,7 +301,7 @@ def test_a_plugins_declarations_reach_the_advisor_the_overlay_the_style_and_the_
 
 
 def test_needs_and_spectral_outputs_of_plugins_are_checked(problem):
-    from mechanisms import Spectral
+    from dpcov.mechanisms import Spectral
 
     with pytest.raises(ValueError, match="needs must be a tuple of strings"):
         register_mechanism(notion=ZCDP, needs="raw rows")

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from mechanisms.privacy import (
+from dpcov.mechanisms.privacy import (
     Accountant,
     ApproxDP,
     BudgetExceeded,

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-import mechanisms.problem as problem_module
-from mechanisms.problem import CovProblem, dyadic_band, validate_rows
+import dpcov.mechanisms.problem as problem_module
+from dpcov.mechanisms.problem import CovProblem, dyadic_band, validate_rows
 
 
 def clip_rows(X: np.ndarray, tau: float) -> np.ndarray:
@@ -286,7 +286,7 @@ def test_clipped_counts_merge_into_an_existing_band_and_a_new_one():
 # --- the streamed band sums (BandSums.add_columns: mechanisms/banded.py's compiled passes) -----
 @pytest.mark.parametrize("radius", [1.0, 0.7, 3.0, 2.0**64, 1e300, 1e-300])
 def test_compiled_band_is_dyadic_band(radius):
-    from mechanisms.banded import _band, band_edges
+    from dpcov.mechanisms.banded import _band, band_edges
 
     rng = np.random.default_rng(5)
     edges = band_edges(radius)
@@ -411,7 +411,7 @@ def test_columns_directions_from_unit_rows_where_weights_would_underflow(varied_
 def test_compiled_gram_kernels_are_the_products(first, last):
     """gram_add and gram_pair add x x^T and sum w_i^2 x_i x_i^T over columns first..last to what the accumulators
     hold (upper triangles; any tail of columns, an empty range)."""
-    from mechanisms.banded import gram_add, gram_pair
+    from dpcov.mechanisms.banded import gram_add, gram_pair
 
     rng = np.random.default_rng(11)
     x, scale = rng.standard_normal((8, 64)), rng.uniform(0.5, 2.0, 64)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import mechanisms.laplace as lap
-from data.synthetic import synthetic_zipf
-from mechanisms import Accountant, CovProblem, PureDP, ZCDP, release
-from mechanisms.gaussian import project_eigenvalues
+import dpcov.mechanisms.laplace as lap
+from dpcov.data.synthetic import synthetic_zipf
+from dpcov.mechanisms import Accountant, CovProblem, PureDP, ZCDP, release
+from dpcov.mechanisms.gaussian import project_eigenvalues
 
 
 def unit_rows(n, d, seed):

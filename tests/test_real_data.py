@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import data.files as files
-import data.mnist as mnist_mod
-import data.news as news_mod
-from data.files import DataFile, DataFileError, data_dirs, locate, sha256sum
-from data.mnist import IDXError, mnist, parse_idx, read_idx_gz
-from data.news import hashed_counts, news, scale_rows, v8_sentences, v16_articles
-from data.registry import get_dataset
-from experiments.config import compose_experiment
-from experiments.runner import run_experiment
-from figures.plot import draw
+import dpcov.data.files as files
+import dpcov.data.mnist as mnist_mod
+import dpcov.data.news as news_mod
+from dpcov.data.files import DataFile, DataFileError, data_dirs, locate, sha256sum
+from dpcov.data.mnist import IDXError, mnist, parse_idx, read_idx_gz
+from dpcov.data.news import hashed_counts, news, scale_rows, v8_sentences, v16_articles
+from dpcov.data.registry import get_dataset
+from dpcov.experiments.config import compose_experiment
+from dpcov.experiments.runner import run_experiment
+from dpcov.figures.plot import draw
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

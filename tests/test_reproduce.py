@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.config import experiment_names
+from dpcov.experiments.config import experiment_names
 
 ROOT = Path(__file__).resolve().parents[1]
 reproduce = importlib.import_module("dpcov.commands.reproduce")
@@ -176,7 +176,7 @@ def test_rerun_of_a_line_no_target_has_is_refused(capsys, monkeypatch):
 def test_no_committed_line_is_stale():
     """Every committed line records what produced it (lines.json: its fingerprint on the probe problem),
     and today's code reproduces each one; a line whose code changed must be re-run (--rerun) first."""
-    from experiments.fingerprint import read_lines
+    from dpcov.experiments.fingerprint import read_lines
 
     stale = {}
     for target in reproduce.TARGETS:
@@ -194,7 +194,7 @@ def test_no_committed_line_is_stale():
 def test_a_line_whose_code_changed_is_stale_and_runs_again(tmp_path, capsys):
     import shutil
 
-    from experiments.fingerprint import read_lines, write_lines
+    from dpcov.experiments.fingerprint import read_lines, write_lines
 
     target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
     copy = tmp_path / target.out
@@ -213,7 +213,7 @@ def test_a_line_whose_code_changed_is_stale_and_runs_again(tmp_path, capsys):
 
 
 def test_a_line_that_falls_back_on_the_small_probe_is_fingerprinted_on_the_large_one():
-    from experiments.fingerprint import fingerprint
+    from dpcov.experiments.fingerprint import fingerprint
 
     stable = fingerprint({"mechanism": "stable_gsampling", "options": {"on_fail": "zero"}, "budget": {}})
     assert isinstance(stable, list) and any(v != 0 for v in stable)  # not the zero fallback

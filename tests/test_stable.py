@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from data.gaussian import gaussian_kappa, kappa_population
-from experiments.metrics import mahalanobis
-from mechanisms import stable
-from mechanisms.privacy import Accountant, ApproxDP, ZCDP
-from mechanisms.problem import CovProblem
-from mechanisms.registry import release
+from dpcov.data.gaussian import gaussian_kappa, kappa_population
+from dpcov.experiments.metrics import mahalanobis
+from dpcov.mechanisms import stable
+from dpcov.mechanisms.privacy import Accountant, ApproxDP, ZCDP
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.registry import release
 
 BUDGET = ApproxDP(1.0, 1e-6)
 
@@ -372,7 +372,7 @@ def test_the_soundness_constant_cannot_be_set_below_what_is_proved(monkeypatch):
 
 
 def test_option_values_are_checked_at_config_time():
-    from mechanisms.registry import check_options
+    from dpcov.mechanisms.registry import check_options
     check_options("stable_gsampling", {"ptr_fraction": 0.2, "on_fail": "zero", "beta": 2})
     for bad in [{"ptr_fraction": 1.5}, {"ptr_fraction": 0}, {"ptr_fraction": "0.1"}, {"beta": -1},
                 {"beta": math.inf}, {"on_fail": "ignore"}]:

@@ -24,8 +24,8 @@ import pytest
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from mechanisms import stable
-from mechanisms.privacy import ApproxDP
+from dpcov.mechanisms import stable
+from dpcov.mechanisms.privacy import ApproxDP
 
 N, D, K = 300, 3, 6
 OLD_L0 = stable.default_L0(N, D)  # before issue 16: e^2 L0 = 0.42, far outside (C1) and (C2)

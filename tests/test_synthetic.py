@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from data.synthetic import synthetic_zipf, zipf_bin_sizes, zipf_norms
+from dpcov.data.synthetic import synthetic_zipf, zipf_bin_sizes, zipf_norms
 
 SKEW = 3.0
 

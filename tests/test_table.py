@@ -5,11 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data.files import DataFileError
-from data.registry import get_dataset
-from data.table import bounded, standardized, table, table_blocks, table_data
-from experiments.runner import run_experiment
-from mechanisms.problem import CovProblem, clip_rows
+from dpcov.data.files import DataFileError
+from dpcov.data.registry import get_dataset
+from dpcov.data.table import bounded, standardized, table, table_blocks, table_data
+from dpcov.experiments.runner import run_experiment
+from dpcov.mechanisms.problem import CovProblem, clip_rows
 
 
 @pytest.fixture
@@ -257,7 +257,7 @@ def test_csv_and_npy_tables_need_no_pyarrow(tmp_path, frame, monkeypatch):
 
 
 def test_the_file_digest_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
-    from data import files
+    from dpcov.data import files
 
     monkeypatch.setenv("DPCOV_CACHE", str(tmp_path / "cache"))
     table_file = tmp_path / "t.csv"
@@ -280,7 +280,7 @@ def test_a_names_only_call_leaves_no_file_open(tmp_path):
     estimators) leaves no file open (it left pandas' reader open: a ResourceWarning when collected)."""
     import gc
     import warnings
-    from data.table import file_blocks
+    from dpcov.data.table import file_blocks
     path = tmp_path / "t.csv"
     pd.DataFrame(np.zeros((5, 2)), columns=["a", "b"]).to_csv(path, index=False)
     with warnings.catch_warnings(record=True) as caught:

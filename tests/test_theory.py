@@ -10,17 +10,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data.synthetic import synthetic_zipf
-from experiments import theory
-from experiments.config import budget_from_params
-from figures.bounds import worst_case_bounds
-from mechanisms import CovProblem, release
-from mechanisms import predictions
-from mechanisms.predictions import Bound, Facts
-from mechanisms.registry import MECHANISMS, get_mechanism
-from mechanisms.gaussian import symmetric_gaussian
-from mechanisms.laplace import symmetric_laplace
-from mechanisms.stable import gaussian_sampling
+from dpcov.data.synthetic import synthetic_zipf
+from dpcov.experiments import theory
+from dpcov.experiments.config import budget_from_params
+from dpcov.figures.bounds import worst_case_bounds
+from dpcov.mechanisms import CovProblem, release
+from dpcov.mechanisms import predictions
+from dpcov.mechanisms.predictions import Bound, Facts
+from dpcov.mechanisms.registry import MECHANISMS, get_mechanism
+from dpcov.mechanisms.gaussian import symmetric_gaussian
+from dpcov.mechanisms.laplace import symmetric_laplace
+from dpcov.mechanisms.stable import gaussian_sampling
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,7 +124,7 @@ def test_gaussian_sampling_rms_mahalanobis_error(d, m):
     rms = math.sqrt(d * (d + 1) / m)
     # the overlay uses the m the mechanism picks
     params = {"n": 10**6, "d": d, "eps": 1.0, "delta": 1e-6}
-    from mechanisms.stable import stable_parameters
+    from dpcov.mechanisms.stable import stable_parameters
     m_used = stable_parameters(params["n"], d, budget_from_params(params)).m
     assert m_used >= 1
     assert theory.predicted_error("stable_gsampling", params, "mahalanobis") == pytest.approx(

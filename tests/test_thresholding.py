@@ -8,13 +8,13 @@ import pytest
 from scipy import stats
 from scipy.stats import norm
 
-import mechanisms.thresholding as thr
-from data.sparse import sparse_gaussian, sparse_population
-from experiments.config import ConfigError, budget_from_params
-from experiments.metrics import relative_l1, relative_spectral
-from experiments.runner import run_experiment
-from figures.plot import draw
-from mechanisms import Accountant, ApproxDP, CovProblem, release
+import dpcov.mechanisms.thresholding as thr
+from dpcov.data.sparse import sparse_gaussian, sparse_population
+from dpcov.experiments.config import ConfigError, budget_from_params
+from dpcov.experiments.metrics import relative_l1, relative_spectral
+from dpcov.experiments.runner import run_experiment
+from dpcov.figures.plot import draw
+from dpcov.mechanisms import Accountant, ApproxDP, CovProblem, release
 
 
 def privacy_profile(sigma, sensitivity, eps):

@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from data import files, uci
-from data.files import DataFile, DataFileError, locate
-from experiments.config import ConfigError
-from experiments.metrics import evaluate
-from experiments.runner import run_experiment
-from figures.plot import draw
-from mechanisms.privacy import ApproxDP, PureDP, Accountant
-from mechanisms.problem import CovProblem
-from mechanisms.regression import RidgeRelease, RidgeTask, output_perturbation, output_perturbation_sensitivity
-from mechanisms.registry import release
+from dpcov.data import files, uci
+from dpcov.data.files import DataFile, DataFileError, locate
+from dpcov.experiments.config import ConfigError
+from dpcov.experiments.metrics import evaluate
+from dpcov.experiments.runner import run_experiment
+from dpcov.figures.plot import draw
+from dpcov.mechanisms.privacy import ApproxDP, PureDP, Accountant
+from dpcov.mechanisms.problem import CovProblem
+from dpcov.mechanisms.regression import RidgeRelease, RidgeTask, output_perturbation, output_perturbation_sensitivity
+from dpcov.mechanisms.registry import release
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -10,11 +10,11 @@ import math
 
 import numpy as np
 
-from mechanisms import ApproxDP, PureDP, Spectral, ZCDP, register_mechanism
-from mechanisms.bingham import sample_bingham
-from mechanisms.gaussian import symmetric_gaussian
-from mechanisms.laplace import symmetric_laplace
-from mechanisms.thresholding import analytic_gaussian_sigma
+from dpcov.mechanisms import ApproxDP, PureDP, Spectral, ZCDP, register_mechanism
+from dpcov.mechanisms.bingham import sample_bingham
+from dpcov.mechanisms.gaussian import symmetric_gaussian
+from dpcov.mechanisms.laplace import symmetric_laplace
+from dpcov.mechanisms.thresholding import analytic_gaussian_sigma
 
 
 @register_mechanism(notion=ZCDP, label="GaussCov (correct)")
@@ -101,7 +101,7 @@ def estimator_data_radius(problem, accountant, rng):
 def pipeline_data_radius(problem, accountant, rng):
     """MISTAKE: the private pipeline's clipping radius taken from the rows' own largest norm band
     instead of PrivRadius: one row far out moves the radius, and the noise with it."""
-    from mechanisms.registry import release
+    from dpcov.mechanisms.registry import release
 
     clipped = problem.clipped_problem(int(problem.band_exponents.min()))  # the top non-empty band
     estimate, _ = release("gauss", clipped, accountant.total, rng)

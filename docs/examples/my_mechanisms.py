@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from mechanisms import ZCDP, Prediction, Spectral, register_mechanism
-from mechanisms.gaussian import gauss_noisy
+from dpcov.mechanisms import ZCDP, Prediction, Spectral, register_mechanism
+from dpcov.mechanisms.gaussian import gauss_noisy
 
 
 def shrunk_gauss_error(facts, budget):

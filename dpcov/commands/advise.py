@@ -33,13 +33,13 @@ import pandas as pd
 import yaml
 
 
-from experiments.advisor import candidates, simulate, spectrum
-from experiments.config import budget_from_params
-from experiments.theory import line_budget, predicted_error, prediction_of, zipf_trace
-from mechanisms.privacy import PureDP, ZCDP, budget_guaranteeing
-from mechanisms.registry import get_mechanism
-from data.table import find_file, read_table, select_columns
-from figures.style import paper_name, style_for
+from dpcov.experiments.advisor import candidates, simulate, spectrum
+from dpcov.experiments.config import budget_from_params
+from dpcov.experiments.theory import line_budget, predicted_error, prediction_of, zipf_trace
+from dpcov.mechanisms.privacy import PureDP, ZCDP, budget_guaranteeing
+from dpcov.mechanisms.registry import get_mechanism
+from dpcov.data.table import find_file, read_table, select_columns
+from dpcov.figures.style import paper_name, style_for
 from . import project_root
 
 ROOT = project_root()

@@ -26,10 +26,10 @@ import json
 import sys
 
 
-from audits import lines
-from audits.blackbox import SWEEP_BUDGETS
-from experiments.config import budget_from_params
-from mechanisms.registry import get_mechanism
+from dpcov.audits import lines
+from dpcov.audits.blackbox import SWEEP_BUDGETS
+from dpcov.experiments.config import budget_from_params
+from dpcov.mechanisms.registry import get_mechanism
 
 
 def parse_budget(text: str):

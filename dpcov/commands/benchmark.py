@@ -13,9 +13,9 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from data.synthetic import synthetic_zipf
-from experiments.config import compose_experiment
-from mechanisms import CovProblem, ZCDP, release
+from dpcov.data.synthetic import synthetic_zipf
+from dpcov.experiments.config import compose_experiment
+from dpcov.mechanisms import CovProblem, ZCDP, release
 
 TARGETS = {"gauss": 5, "separate": 5, "adaptive": 10,  # issue #2
            # issue #30: EMCov's family within 5x an eigh, Kapralov-Talwar within 10x

@@ -38,11 +38,11 @@ from scipy.special import i0e, i1e
 import dpcov
 from dpcov.defaults import candidates
 from dpcov.measure import score_fit
-from data.files import DataFile, locate
-from data.mnist import mnist
-from data.uci import TARGETS, uci
-from figures.style import style_for
-from mechanisms.bingham import sample_bingham_eigen
+from dpcov.data.files import DataFile, locate
+from dpcov.data.mnist import mnist
+from dpcov.data.uci import TARGETS, uci
+from dpcov.figures.style import style_for
+from dpcov.mechanisms.bingham import sample_bingham_eigen
 from . import project_root
 
 ROOT = project_root()

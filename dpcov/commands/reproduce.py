@@ -46,18 +46,18 @@ import yaml
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 
 
-from experiments.config import budget_from_params, compose_experiment
-from experiments.fingerprint import fingerprint, read_lines, stale_lines, write_lines
-from experiments.instances import SPECTRUM_FILE, build_instance, data_params, resampled, spectra_frame
-from experiments.runner import (in_experiment, line_spec, run_experiment, run_trials, trial_executor,
+from dpcov.experiments.config import budget_from_params, compose_experiment
+from dpcov.experiments.fingerprint import fingerprint, read_lines, stale_lines, write_lines
+from dpcov.experiments.instances import SPECTRUM_FILE, build_instance, data_params, resampled, spectra_frame
+from dpcov.experiments.runner import (in_experiment, line_spec, run_experiment, run_trials, trial_executor,
                                 trials_per_task)
-from experiments.seeding import canonical, params_key
-from mechanisms.privacy import budget_guaranteeing
-from mechanisms.registry import get_mechanism
-from figures.bounds import STEM, plot_bounds
-from figures.composite import load_composites, render_composite
-from figures.gallery import GALLERY, gallery
-from figures.plot import write_figures
+from dpcov.experiments.seeding import canonical, params_key
+from dpcov.mechanisms.privacy import budget_guaranteeing
+from dpcov.mechanisms.registry import get_mechanism
+from dpcov.figures.bounds import STEM, plot_bounds
+from dpcov.figures.composite import load_composites, render_composite
+from dpcov.figures.gallery import GALLERY, gallery
+from dpcov.figures.plot import write_figures
 
 from .table import markdown
 from . import project_root

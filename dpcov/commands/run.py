@@ -8,10 +8,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import open_dict
 
-from experiments.config import (CONF_DIR, ConfigError, build_experiment, check_command_line, experiment_names,
+from dpcov.experiments.config import (CONF_DIR, ConfigError, build_experiment, check_command_line, experiment_names,
                                 job_output_dir, load_yaml, open_key_overrides)
-from experiments.runner import Interrupted, run_experiment
-from figures.plot import draw
+from dpcov.experiments.runner import Interrupted, run_experiment
+from dpcov.figures.plot import draw
 
 warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"  # one line each
 

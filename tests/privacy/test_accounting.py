@@ -22,8 +22,8 @@ import dp_accounting  # the `test` extra
 from dp_accounting import rdp
 from dp_accounting.pld import privacy_loss_mechanism
 
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
-from mechanisms.thresholding import analytic_gaussian_sigma
+from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
+from dpcov.mechanisms.thresholding import analytic_gaussian_sigma
 
 EPSILONS = [0.01, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 DELTAS = [1e-16, 1e-10, 1e-5, 1e-3, 0.1, 0.5]

@@ -17,9 +17,9 @@ import math
 import numpy as np
 import pytest
 
-from audits import lines as A
-from mechanisms.privacy import ApproxDP, PureDP, ZCDP
-from mechanisms.registry import MECHANISMS
+from dpcov.audits import lines as A
+from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP
+from dpcov.mechanisms.registry import MECHANISMS
 
 # Lines labelled "as published" are deliberately not private at their claim: reported in the power
 # table (scripts/audit_power.py), not asserted private here.
@@ -168,7 +168,7 @@ def test_black_box_catches_halved_noise(name):
 def test_stable_samples_formula_matches_the_mechanism(n, d, eps, delta, ptr_fraction):
     """The audit's m (written out from the notes and docs/stable_privacy.md) is the mechanism's, exactly,
     at the claim and at the under-noised copies (m' = floor(m / c^2) or just below: noise x c or above)."""
-    from mechanisms.stable import stable_parameters
+    from dpcov.mechanisms.stable import stable_parameters
     budget = ApproxDP(eps, delta)
     m = A.stable_samples(n, d, budget, ptr_fraction)
     assert m == stable_parameters(n, d, budget, ptr_fraction=ptr_fraction).m >= 1
@@ -184,7 +184,7 @@ def test_stable_calibration_data_is_inside_the_proved_regime():
     """On the white-box data (n = 3e5 standard Gaussian rows, d = 2) at the claim: the proof's conditions
     hold, the stability score is 0 and every weight is 1 (so Sigma_w is the rows' second moment), and the
     releases are not the empty "no output"."""
-    from mechanisms.stable import stable_covariance, stable_parameters
+    from dpcov.mechanisms.stable import stable_covariance, stable_parameters
     line = A.audit_line("stable_gsampling")
     pair, n = A.CALIBRATION_DATA[line.calibration]
     P = A.neighbours(pair, n).problems[0]

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from audits import PairSpec, audit, audit_sweep, default_pairs
-from audits.bounds import Claim, renyi_rho
-from audits.pairs import FAMILIES, HAND_NAMES, quantize
-from mechanisms import ApproxDP, PureDP, ZCDP
+from dpcov.audits import PairSpec, audit, audit_sweep, default_pairs
+from dpcov.audits.bounds import Claim, renyi_rho
+from dpcov.audits.pairs import FAMILIES, HAND_NAMES, quantize
+from dpcov.mechanisms import ApproxDP, PureDP, ZCDP
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
@@ -105,8 +105,8 @@ def test_unrounded_releases_leak_their_low_bits():
     a fixed statistic of the release (|u - a| - |u - b| on the moved entry) takes values on D that never
     occur on D' (the ulp pattern of Sigma(D') + noise); rounded to the grid, it does not."""
     import numpy as np
-    from audits.pairs import features
-    from mechanisms import release
+    from dpcov.audits.pairs import features
+    from dpcov.mechanisms import release
     pair = PairSpec("zeros", 3).build()
     j = HAND_NAMES.index("laplace_llr")
 
@@ -125,7 +125,7 @@ def test_unrounded_releases_leak_their_low_bits():
 def test_the_delta_point_is_nearly_blind_to_a_gaussian_mistake():
     """docs/privacy.md: an analytic Gaussian with sqrt(2) too little noise at (1, 1e-5) sits only ~6e-4 below the
     (eps, delta) region's FNR at FPR 1e-3, at (0.25, 0.1) by ~0.1 (the sweep's delta = 0.1 budgets)."""
-    from audits.bounds import gaussian_mu
+    from dpcov.audits.bounds import gaussian_mu
 
     def gap(eps, delta, fpr):
         mu = math.sqrt(2) * gaussian_mu(eps, delta)
