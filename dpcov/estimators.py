@@ -32,7 +32,7 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcov.data.chunks import Rows, is_dask
@@ -331,7 +331,7 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
         return self
 
 
-class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
+class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin, BaseEstimator):
     """Private principal components: the top ``n_components`` eigenvectors.
 
     For a mechanism that can stop early (Amin et al.'s Algorithm 1 and its relatives: itu, ad, emcov,
@@ -340,7 +340,9 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
     private covariance. Variances are those of Sigma = X^T X / n (divided by n, not n - 1).
 
     Fitted: ``components_`` (k x d, rows), ``explained_variance_`` (the private eigenvalues, clamped into
-    [0, r^2]), ``mean_``, ``n_components_``, ``ledger_``, ``budget_spent_``, ``mechanism_``."""
+    [0, r^2]), ``mean_``, ``n_components_``, ``ledger_``, ``budget_spent_``, ``mechanism_``. As scikit-learn's
+    PCA, its outputs are named ``privatepca0``, ``privatepca1``, ... (``get_feature_names_out``), so
+    ``set_output(transform="pandas")`` works, alone or in a pipeline."""
 
     def __init__(self, n_components=2, mechanism="auto", budget=PureDP(1.0), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
@@ -375,6 +377,11 @@ class PrivatePCA(_PrivateFit, TransformerMixin, BaseEstimator):
         self.explained_variance_ = np.clip(spectral.values[order], 0.0, radius**2)  # post-processing
         self.n_components_ = int(k)
         return self
+
+    @property
+    def _n_features_out(self) -> int:
+        """How many columns transform returns (names for get_feature_names_out and set_output)."""
+        return self.components_.shape[0]
 
     def transform(self, X):
         check_is_fitted(self)

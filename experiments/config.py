@@ -364,13 +364,14 @@ def _variants(raw: dict) -> dict[str, Line]:
 
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's safe loader where built: ~10x faster
 FIGURE_KEYS = tuple(f.name for f in dataclasses.fields(Figure))
 
 
 def load_yaml(path: Path):
     """A YAML file's content; a syntax error becomes one line naming the file and the place."""
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(path.read_text(), Loader=SAFE_LOADER)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

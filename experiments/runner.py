@@ -321,6 +321,25 @@ def exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
+def start_workers(n_jobs: int) -> None:
+    """Start the local (loky) workers so that a Ctrl-C during their start-up cannot kill one with a
+    traceback. A terminal's Ctrl-C reaches the whole process group, and a worker still importing
+    (before ``exit_with_parent`` ignores it) would die of it. An ignored signal stays ignored through
+    fork and exec (and Python then installs no KeyboardInterrupt handler), so SIGINT is ignored here
+    only while the workers are forked -- dispatching returns at once (a generator); a Ctrl-C in those
+    milliseconds is lost -- and restored before waiting for them, so Ctrl-C ends the run as usual."""
+    if not hasattr(signal, "SIGINT") or threading.current_thread() is not threading.main_thread():
+        return  # signal.signal works in the main thread only
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        started = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(os.getpid)() for _ in range(effective_n_jobs(n_jobs)))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    for _ in started:  # every worker up and through its initializer
+        pass
+
+
 @contextmanager
 def trial_executor(experiment: Experiment):
     """Yields the n_jobs to give joblib. executor=dask runs the same tasks on a Dask cluster through
@@ -401,6 +420,8 @@ def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
                 Progress(experiment.name, runs, workers=effective_n_jobs(n_jobs)) as progress:
             # tasks of a few trials: about 4 per worker per grid point, so counts rise as runs finish
             chunk = trials_per_task(experiment.trials, effective_n_jobs(n_jobs))
+            if experiment.executor == "local":
+                start_workers(n_jobs)
             parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
             for rows in parallel(_tasks(experiment, work, chunk, spectra)):
                 store.append(rows)  # written as soon as a task finishes: an interruption loses little

@@ -83,6 +83,9 @@ def main() -> None:
          ["dpcov", "run", "experiment=table_private", "scale=smoke"], user, env)
     step("audit", ["dpcov", "audit", "gauss", "--runs", "200", "--seconds", "30", "--n-jobs", "2", "--quiet"], user, env)
     step("estimator fit", [str(bin_dir / "python"), "-c", FIT], user, env)
+    out = step("reproduce status (no checkout: the shipped times)", ["dpcov", "reproduce", "--status"], user, env)
+    if "as in the committed run from nothing" not in out:
+        sys.exit("check_wheel: reproduce --status did not answer from the shipped from-scratch times")
     out = step("the user's own data.py is theirs", [str(bin_dir / "python"), "-c", "import dpcov.data, data"], user,
                env, expect=1)
     if "the user's own data.py was imported" not in out:

@@ -16,6 +16,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.covariance import EmpiricalCovariance
 from sklearn.decomposition import PCA
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge
 from sklearn.utils.estimator_checks import check_estimator
 
@@ -350,3 +351,21 @@ def test_auto_falls_back_when_its_choice_releases_nothing():
     covariance = dpcov.PrivateCovariance(**common).fit(X)
     assert covariance.mechanism_ == "adaptive_lap" and not np.any(covariance.covariance_)
     assert not any("released nothing" in what for what, _ in covariance.ledger_)
+
+
+def test_private_pca_names_its_outputs_and_sets_pandas_output_in_a_pipeline():
+    """As scikit-learn's PCA: get_feature_names_out, and set_output(transform="pandas") alone or in a pipeline."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.standard_normal((2000, 4)) / 4, columns=list("abcd"))
+    y = (X.a > 0).astype(int)
+    pca = dpcov.PrivatePCA(2, budget=dpcov.ZCDP(0.5), radius=1.0, clip=True, centering="private", random_state=0)
+    with pytest.raises(NotFittedError):
+        pca.get_feature_names_out()
+    model = make_pipeline(pca, LogisticRegression()).set_output(transform="pandas").fit(X, y)
+    out = model[0].transform(X)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == ["privatepca0", "privatepca1"]
+    assert list(model[0].get_feature_names_out()) == ["privatepca0", "privatepca1"]
+    assert np.allclose(out.values, (X.values - model[0].mean_) @ model[0].components_.T)
+    assert 0 <= model.score(X, y) <= 1

@@ -340,6 +340,48 @@ def test_ctrl_c_says_one_line_ends_the_workers_and_resumes_exactly(tmp_path):
     resumes_exactly(out, tmp_path, args)
 
 
+def loky_workers(pid: int, imported: bool = False) -> int:
+    """The run's loky workers; ``imported``: only those that have loaded numba's LLVM library (they
+    import the project before their first task: until then a worker is still starting)."""
+    count = 0
+    for child in children(pid):
+        try:
+            if b"popen_loky_posix" in Path(f"/proc/{child}/cmdline").read_bytes():
+                count += not imported or "llvmlite" in Path(f"/proc/{child}/maps").read_text()
+        except OSError:
+            pass
+    return count
+
+
+WARM_UP = ("experiment=synthetic_trace", "scale=smoke", "mechanisms=[gauss]", "trials=4")
+
+
+@LINUX
+def test_ctrl_c_while_the_workers_start_says_one_line_and_resumes(tmp_path):
+    """Ctrl-C as soon as the workers exist, while they still import (before their initializer ignores
+    SIGINT): no worker dies with loky's traceback (experiments/runner.py start_workers forks them with
+    SIGINT ignored), the run says one line, and the same command then runs everything."""
+    for attempt in range(2):
+        out = tmp_path / f"out{attempt}"
+        log = tmp_path / f"warm{attempt}.log"
+        run = start(out, log, WARM_UP)
+        assert wait_for(lambda: loky_workers(run.pid) >= 2, 60), log.read_text()
+        during_warm_up = loky_workers(run.pid, imported=True) < 2
+        os.killpg(run.pid, signal.SIGINT)
+        code = run.wait(60)
+        if during_warm_up:
+            break
+    assert during_warm_up, "the workers were up before Ctrl-C twice: the warm-up was not tested"
+    text = log.read_text()
+    assert code == 130 and "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    said = [line for line in text.splitlines() if line.startswith("interrupted")]
+    assert said == [f"interrupted: {rows(out / 'results.csv')} runs kept in {out / 'results.csv'}; "
+                    f"re-run the same command to resume"], text
+    experiment = compose_experiment([*WARM_UP, "n_jobs=1", f"output_dir={out}"])
+    resumed = run_experiment(experiment)
+    assert rows(resumed.results) == experiment.total_runs() > 0  # every run, once
+
+
 @LINUX
 @pytest.mark.slow
 def test_kill_9_of_the_run_ends_its_workers_and_resumes_exactly(tmp_path):

@@ -38,7 +38,7 @@ def test_status_from_scratch_counts_nothing_as_done(capsys, monkeypatch):
     monkeypatch.setattr(reproduce, "build_seconds", lambda exp, point: 0.0)
     monkeypatch.setattr(reproduce, "executor_seconds", lambda exp: {"startup": 7.0, "task": 0.5})
     monkeypatch.setattr(reproduce, "finish_seconds", lambda target, exp, names: 3.0)
-    monkeypatch.setattr("sys.argv", ["reproduce.py", "--status", "--from-scratch", "--n-jobs", "1", "fig3a"])
+    monkeypatch.setattr("sys.argv", ["reproduce.py", "--status", "--from-scratch", "--measure", "--n-jobs", "1", "fig3a"])
     reproduce.main()
     printed = capsys.readouterr().out
     target = next(t for t in reproduce.TARGETS if t.out == "dong2022/fig3a")
@@ -255,3 +255,30 @@ def test_compare_tells_rounding_from_a_moved_deterministic_line(tmp_path):
     small, large = rows[1 + 1e-13]["zero"], rows[1 + 1e-3]["zero"]
     assert small[4] == small[2] and float(small[5]) == 0 and small[8:] == ["rounding", "only"]
     assert large[5] == "inf" and large[8] == "DIFFERS"
+
+
+def test_status_with_nothing_done_answers_from_the_committed_run_from_nothing(capsys, monkeypatch, tmp_path):
+    """Outside a checkout (no results/ here) --status measures nothing: a target with nothing done
+    costs its seconds in the committed run from nothing (from_scratch.csv, 2 workers), scaled to the
+    workers here; --measure times it instead."""
+    def measured(*args, **kwargs):
+        raise AssertionError("--status measured a run")
+    for name in ("run_seconds", "executor_seconds", "finish_seconds"):
+        monkeypatch.setattr(reproduce, name, measured)
+    monkeypatch.setattr(reproduce, "RESULTS", tmp_path)
+    monkeypatch.setattr(reproduce, "cpu_count", lambda: 4)
+    reproduce.main(["--status", "--n-jobs", "4"])
+    printed = capsys.readouterr().out
+    table = reproduce.from_scratch_seconds()
+    assert set(table) == {t.out for t in reproduce.TARGETS}
+    assert f"~{sum(table.values()) * 2 / 4 / 60:.1f} min" in printed.splitlines()[-1]
+    assert printed.count("as in the committed run from nothing") == len(reproduce.TARGETS)
+    with pytest.raises(AssertionError, match="measured a run"):
+        reproduce.main(["--status", "--measure", "--n-jobs", "4", "fig3a"])
+
+
+def test_the_from_scratch_table_is_the_committed_measurement():
+    """from_scratch.csv (package data) holds the 'run (s)' column of results/measurements/from_scratch.txt."""
+    log = (ROOT / "results" / "measurements" / "from_scratch.txt").read_text()
+    measured = {t: float(s) for t, s in re.findall(r"^(\w+/\w+) +([\d.]+) +[\d.]+ +[\d.]+$", log, re.M)}
+    assert reproduce.from_scratch_seconds() == measured

@@ -1,8 +1,9 @@
 """Regenerate every committed paper figure at paper scale, skipping what is complete; then rebuild
 the generated tables at the end of REPRODUCTION.md from the summaries.
 
-    dpcov reproduce --status          what is complete, what is left, time estimate
+    dpcov reproduce --status          what is complete, what is left, time estimate (seconds)
     dpcov reproduce --status --from-scratch   the time of the whole --all from nothing
+    dpcov reproduce --status --measure        time what is left on this machine now (minutes)
     dpcov reproduce --all             run everything that is not complete (resumable)
     dpcov reproduce fig3a amin/fig1a  only these targets (by name or output dir)
     dpcov reproduce --tables          only rebuild the tables, GALLERY.md and the composite figures
@@ -112,6 +113,14 @@ TARGETS = [
 
 RESULTS = ROOT / "results"
 PARTIAL = "partial"  # <target>/partial/: results.csv of the lines run here (not committed)
+FROM_SCRATCH_FILE = Path(__file__).with_name("from_scratch.csv")  # package data: each target's measured seconds
+FROM_SCRATCH_WORKERS = 2  # the workers of that measured run
+
+
+def from_scratch_seconds() -> dict[str, float]:
+    """Each target's seconds in the committed --all run from nothing (from_scratch.csv)."""
+    table = pd.read_csv(FROM_SCRATCH_FILE, comment="#")
+    return dict(zip(table.target, table.seconds.astype(float)))
 
 
 def experiment_of(target: Target, n_jobs: int = -1, extra: tuple = (), output_dir: Path | None = None):
@@ -335,7 +344,7 @@ def finish_seconds(target: Target, exp, names: list[str]) -> float:
 
 
 def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS,
-             n_jobs: int = -1) -> tuple[int, int, float]:
+             n_jobs: int = -1, measure: bool = True) -> tuple[int, int, float]:
     """(runs done, runs in total, estimated wall seconds left): committed complete lines count as
     done; the other lines count what their partial results.csv holds. The time left is each
     missing run's cost -- the mean seconds of the line's runs in partial/ if it has any, else one
@@ -345,7 +354,8 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
     for its last task, the target's own work in the main process (``finish_seconds``) and the
     first use of its lines' kernels (JIT compilation from nothing, else loading numba's cache).
     Not counted: the workers' start-up (``executor_seconds``), paid once by the first target a run
-    has work for."""
+    has work for. ``measure=False``: a target with nothing done yet costs its seconds in the committed
+    run from nothing (``from_scratch_seconds``, scaled from its 2 workers to ours) instead, at once."""
     start, first_use = time.perf_counter(), _FIRST_USE[0]
     plan = plan_target(target, n_jobs, out_root, base_root)
     composed = time.perf_counter() - start
@@ -360,6 +370,8 @@ def progress(target: Target, out_root: Path = RESULTS, base_root: Path = RESULTS
         frame = frame[in_experiment(missing_experiment(target, plan), frame)]
     seconds, unmeasured = 0.0, []
     workers = cpu_count() if n_jobs < 0 else min(n_jobs, cpu_count())
+    if not measure and done == 0 and frame.empty and target.out in from_scratch_seconds():
+        return 0, total, from_scratch_seconds()[target.out] * FROM_SCRATCH_WORKERS / workers
     for name in plan.missing:
         ran = frame[frame.mechanism == name]
         done += len(ran)
@@ -607,11 +619,12 @@ def rebuild_tables() -> None:
 
 
 def committed_names(target: Target, root: Path = RESULTS) -> tuple[object, list[str]]:
-    """(the target's experiment, its lines that have rows in ``root``'s committed summary.csv)."""
-    exp = experiment_of(target, 1)
+    """(the target's experiment, its lines that have rows in ``root``'s committed summary.csv); (None, [])
+    without a committed summary (nothing composed: --status outside a checkout stays fast)."""
     summary = root / target.out / "summary.csv"
     if not summary.exists():
-        return exp, []
+        return None, []
+    exp = experiment_of(target, 1)
     present = set(pd.read_csv(summary, usecols=["mechanism"]).mechanism)
     return exp, [m for m in exp.mechanisms if m in present]
 
@@ -646,6 +659,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--status", action="store_true", help="print progress and the time estimate only")
     parser.add_argument("--from-scratch", action="store_true",
                         help="with --status: estimate as if nothing were committed (the whole --all run)")
+    parser.add_argument("--measure", action="store_true",
+                        help="with --status: time each missing line on this machine now (minutes), also for "
+                             "targets with nothing done, which otherwise cost their time in the committed run "
+                             "from nothing (seconds)")
     parser.add_argument("--tables", action="store_true",
                         help="only rebuild REPRODUCTION.md's tables, GALLERY.md and the composite figures")
     parser.add_argument("--figures", action="store_true",
@@ -714,28 +731,35 @@ def main(argv: list[str] | None = None) -> None:
         chosen = [new for _, new, _ in extended if new is not None]
     if args.from_scratch and not args.status:
         parser.error("--from-scratch goes with --status (it estimates; to re-run, move results/ away)")
+    if args.measure and not args.status:
+        parser.error("--measure goes with --status (it times what is left)")
     if args.from_scratch:  # nothing counts as done: an empty directory stands in for results/
         out_root = base_root = Path(tempfile.mkdtemp(prefix="dpcov-scratch-"))
     else:
         base_root = RESULTS
     if args.status:  # estimates come from partial/ runs or from one run of each line measured now
-        left, started = 0.0, False
+        left, started, recorded = 0.0, False, 0
         for t in chosen:
-            done, total, seconds = progress(t, out_root, base_root, args.n_jobs)
-            if done < total and not started:  # the workers start with the first target that runs
+            done, total, seconds = progress(t, out_root, base_root, args.n_jobs, measure=args.measure)
+            from_record = not args.measure and done == 0 and t.out in from_scratch_seconds()
+            recorded += from_record
+            if done < total and not started and not from_record:  # the workers start with the first target
                 missing = missing_experiment(t, plan_target(t, args.n_jobs, out_root, base_root))
                 seconds += executor_seconds(missing)["startup"]
                 started = True
             left += seconds
             mark = "complete" if done == total else \
-                f"{done}/{total} runs, ~{seconds / 60:.1f} min left ({seconds:.1f} s)"
+                f"{done}/{total} runs, ~{seconds / 60:.1f} min left ({seconds:.1f} s" + \
+                (", as in the committed run from nothing)" if from_record else ")")
             print(f"{t.out:32s} {mark}", flush=True)
             for name, why in stale_report(t, base_root).items():
                 print(f"{'':32s} stale line {name}: {why} (re-run: dpcov reproduce --rerun {name} "
                       f"{t.name})", flush=True)
-        print(f"estimated time left: ~{left / 60:.1f} min on this machine "
-              f"({cpu_count() if args.n_jobs < 0 else min(args.n_jobs, cpu_count())} workers, "
-              f"per-run costs measured now)")
+        workers = cpu_count() if args.n_jobs < 0 else min(args.n_jobs, cpu_count())
+        how = "per-run costs measured now" if not recorded else \
+            f"{recorded} target(s) with nothing done at their time in the committed run from nothing on the " \
+            f"project's 2-core machine, scaled to {workers} workers; --measure times them here"
+        print(f"estimated time left: ~{left / 60:.1f} min on this machine ({workers} workers, {how})")
         return
     # A run measures nothing up front (--status does, at a cost of minutes): each target says how
     # many runs it has left, then how long it took.
