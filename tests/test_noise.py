@@ -1,0 +1,161 @@
+"""Hardened noise (mechanisms/noise.py): the exact samplers against their exact pmfs, the lazy
+acceptance test's exact fallback, the grid of every release, the sensitivity inflation, overflow."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcov.mechanisms import noise
+
+DRAWS = 10**6
+
+
+def chi_square_p(draws: np.ndarray, support: np.ndarray, weights: np.ndarray) -> float:
+    """p-value of a chi-square test of ``draws`` against the pmf proportional to ``weights`` on
+    ``support`` (cells expecting under 5 draws pooled into one; draws outside the support count there)."""
+    p = weights / weights.sum()
+    observed = np.array([np.count_nonzero(draws == k) for k in support], dtype=float)
+    expected = p * len(draws)
+    keep = expected >= 5
+    pooled_obs = len(draws) - observed[keep].sum()
+    pooled_exp = len(draws) - expected[keep].sum()
+    chi = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    cells = keep.sum()
+    if pooled_exp >= 5:
+        chi += (pooled_obs - pooled_exp) ** 2 / pooled_exp
+        cells += 1
+    return float(stats.chi2.sf(chi, cells - 1))
+
+
+@pytest.mark.parametrize("sigma", [0.7, 2.5, 6.2])
+def test_discrete_gaussian_matches_its_pmf_and_tails(sigma):
+    t, c = noise.discrete_gaussian_parameters(sigma)
+    s2 = t * c
+    assert s2 >= sigma**2 and t == math.floor(sigma) + 1
+    draws = noise.discrete_gaussian(sigma, DRAWS, np.random.default_rng(11))
+    support = np.arange(-int(15 * math.sqrt(s2)) - 2, int(15 * math.sqrt(s2)) + 3)
+    weights = np.exp(-support.astype(float) ** 2 / (2 * s2))
+    assert chi_square_p(draws, support, weights) > 1e-4
+    k = int(np.ceil(3 * math.sqrt(s2)))  # a tail: P(|X| >= k), exactly from the pmf, within 5 sd
+    tail = weights[np.abs(support) >= k].sum() / weights.sum()
+    assert abs(np.mean(np.abs(draws) >= k) - tail) < 5 * math.sqrt(tail * (1 - tail) / DRAWS)
+
+
+@pytest.mark.parametrize("t", [1, 3, 11])
+def test_discrete_laplace_matches_its_pmf_and_tails(t):
+    draws = noise.discrete_laplace(t, DRAWS, np.random.default_rng(12))
+    support = np.arange(-40 * t, 40 * t + 1)
+    weights = np.exp(-np.abs(support) / t)
+    assert chi_square_p(draws, support, weights) > 1e-4
+    k = 4 * t
+    tail = weights[np.abs(support) >= k].sum() / weights.sum()
+    assert abs(np.mean(np.abs(draws) >= k) - tail) < 5 * math.sqrt(tail * (1 - tail) / DRAWS)
+
+
+def test_a_wrong_sampler_fails_the_pmf_test():
+    """The test has power: a rounded continuous Gaussian of the same variance is rejected."""
+    s2 = 1.0
+    draws = np.rint(np.random.default_rng(13).normal(0, math.sqrt(s2), DRAWS)).astype(np.int64)
+    support = np.arange(-20, 21)
+    assert chi_square_p(draws, support, np.exp(-support.astype(float) ** 2 / (2 * s2))) < 1e-6
+
+
+def test_large_scale_draws_have_the_asked_spread():
+    sigma = 2.0**40
+    draws = noise.discrete_gaussian(sigma, 200_000, np.random.default_rng(14))
+    assert abs(draws.std() / sigma - 1) < 0.01 and abs(draws.mean()) < 5 * sigma / math.sqrt(len(draws))
+    lap = noise.discrete_laplace(2**40, 200_000, np.random.default_rng(15))
+    assert abs(np.abs(lap).mean() / 2**40 - 1) < 0.01
+
+
+@pytest.mark.parametrize("a, t, c", [(3, 4, 5), (0, 2**40 + 1, 2**40), (2**41, 2**40 + 1, 2**40 - 7)])
+def test_the_exact_fallback_accepts_with_the_exact_probability(a, t, c):
+    """_exact_accept (the undecided 1e-14 of the lazy test) given the first 53 bits v of a uniform: kept
+    with probability exp(-a^2 / (2tc)) over uniform v -- and for a v beside p, it decides by further bits."""
+    rng = np.random.default_rng(16)
+    p = math.exp(-a * a / (2 * t * c))
+    kept = [noise._exact_accept(a, t, c, int(v), rng) for v in rng.integers(0, 2**53, 20_000)]
+    assert abs(np.mean(kept) - p) < 5 * math.sqrt(p * (1 - p) / 20_000) + 1e-12
+    v = int(Fraction(p) * 2**53)  # the 53-bit cell holding p: decided by the bits after
+    assert {noise._exact_accept(a, t, c, v, rng) for _ in range(200)} <= {True, False}
+
+
+def test_releases_are_on_a_public_grid_and_calibrated():
+    rng = np.random.default_rng(17)
+    statistic = rng.uniform(-1, 1, (30, 30))
+    released, how = noise.gaussian_release(statistic, l2_sensitivity=1e-3, rho=0.5, bound=1.0,
+                                           float_error=1e-12, rng=rng)
+    g = how.grid
+    assert math.log2(g).is_integer() and g <= 1e-3 * 2.0**-39  # about 2^-40 of the noise scale
+    assert np.array_equal(released / g, np.rint(released / g))  # every value is g * N exactly
+    m = statistic.size
+    assert how.rounding == math.sqrt(m) * g and how.float_error == 2e-12 * math.sqrt(m)
+    expected = (1e-3 + how.rounding + how.float_error) / math.sqrt(2 * 0.5)
+    assert expected <= how.scale < expected * (1 + 1e-9)
+    errors = (released - statistic).ravel()
+    assert abs(errors.std() / how.scale - 1) < 5 / math.sqrt(2 * m)
+    lap, lhow = noise.laplace_release(statistic, l1_sensitivity=1e-2, eps=1.0, bound=1.0, float_error=0.0, rng=rng)
+    assert np.array_equal(lap / lhow.grid, np.rint(lap / lhow.grid))
+    assert lhow.scale >= 1e-2 + m * lhow.grid and abs(np.abs(lap - statistic).mean() / lhow.scale - 1) < 0.15
+
+
+def test_the_grid_depends_on_public_facts_only():
+    """The precision attack's pair: a dyadic statistic (0) and a non-dyadic one (1/3) are released on
+    the same grid, every value a multiple of it: no low bit tells them apart."""
+    grids, releases = set(), []
+    for value in (0.0, 1 / 3):
+        out, how = noise.gaussian_release(np.full(1000, value), l2_sensitivity=0.01, rho=0.5, bound=1.0,
+                                          float_error=0.0, rng=np.random.default_rng(18))
+        grids.add(how.grid)
+        releases.append(out)
+    (g,) = grids
+    for out in releases:
+        assert np.array_equal(out / g, np.rint(out / g))
+
+
+def test_statistic_outside_its_bound_is_clipped_and_nan_refused():
+    out, how = noise.laplace_release(np.array([5.0, -5.0]), l1_sensitivity=1e-6, eps=1.0, bound=1.0,
+                                     float_error=0.0, rng=np.random.default_rng(19))
+    assert np.all(np.abs(np.abs(out) - 1.0) < 1e-4)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        noise.gaussian_release(np.array([np.nan]), l2_sensitivity=1.0, rho=1.0, bound=1.0, float_error=0.0,
+                               rng=np.random.default_rng(0))
+
+
+def test_a_noisy_value_beyond_the_mantissa_is_an_error_never_a_wrap():
+    steps = np.array([2**51, -(2**51)], dtype=np.int64)
+    with pytest.raises(OverflowError, match="would not be exact"):
+        noise._released(steps, np.array([2**51, 0], dtype=np.int64), 2.0**-10)
+    with pytest.raises(ValueError, match="integer in"):
+        noise.discrete_laplace(0, 3, np.random.default_rng(0))
+
+
+def test_grid_coarsens_for_a_large_bound():
+    g = noise.grid_step(scale=1e-6, bound=1e6)
+    assert g >= 1e6 * 2.0**-51 and 1e6 / g < 2**51
+
+
+def test_sum_error_bound_covers_a_float_sum():
+    rng = np.random.default_rng(20)
+    terms = rng.uniform(-1, 1, 100_000) * 10.0 ** rng.integers(-8, 1, 100_000)
+    exact = math.fsum(terms)
+    bound = noise.sum_error_bound(len(terms), float(np.abs(terms).max()), ops_per_term=0)
+    naive = 0.0
+    for x in terms[:2000]:
+        naive += x
+    assert abs(naive - math.fsum(terms[:2000])) <= noise.sum_error_bound(2000, float(np.abs(terms[:2000]).max()), 0)
+    assert abs(float(np.sum(terms)) - exact) <= bound
+    with pytest.raises(ValueError):
+        noise.sum_error_bound(2**60, 1.0)
+
+
+def test_secure_generator_is_chacha20_from_os_entropy():
+    a, b = noise.secure_generator(), noise.secure_generator()
+    assert noise.is_secure(a) and not noise.is_secure(np.random.default_rng(0))
+    assert not np.array_equal(a.integers(0, 2**62, 4), b.integers(0, 2**62, 4))
+    draws = noise.discrete_gaussian(3.0, 1000, a)  # the compiled samplers take it
+    assert draws.dtype == np.int64
