@@ -37,21 +37,31 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcov.data.chunks import Rows, is_dask
 from dpcov.mechanisms.mean import private_mean_of
+from dpcov.mechanisms.noise import secure_generator
 from dpcov.mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
-from dpcov.mechanisms.registry import check_options, get_mechanism, release
+from dpcov.mechanisms.registry import MECHANISMS, check_options, get_mechanism, release
 from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 
 from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical, typical_of_release
 
 CENTERINGS = ("assume_centered", "private")
+NUMERICS = ("idealized", "hardened")
+
+
+def hardenable(mechanism) -> bool:
+    """Whether a mechanism can release with hardened numerics (mechanisms/noise.py): it takes the option
+    ``numerics``, or it draws no noise at all (the zero matrix)."""
+    return "numerics" in mechanism.option_names() or mechanism.name == "zero"
 TASKS = {"PrivateCovariance": "covariance", "PrivatePCA": "pca", "PrivateRidge": "ridge"}
 
 
-def _generator(random_state) -> np.random.Generator:
+def _generator(random_state, numerics: str = "idealized") -> np.random.Generator:
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if random_state is None and numerics == "hardened":  # for publishing: a cryptographic generator
+        return secure_generator()
     if random_state is None or (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)):
         return np.random.default_rng(random_state)
     raise ValueError(f"random_state must be an int, a numpy.random.Generator or None, got {random_state!r}")
@@ -116,6 +126,14 @@ class _PrivateFit:
     def _check_declarations(self, n: int, d: int, k: int | None = None, typical: float | None = None):
         if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
             raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
+        if self.numerics not in NUMERICS:
+            raise ValueError(f"numerics must be 'idealized' or 'hardened', got {self.numerics!r}")
+        if self.numerics == "hardened":
+            if isinstance(self.budget, ApproxDP):
+                raise ValueError("numerics='hardened' has no (eps, delta) calibration yet: use ZCDP or PureDP")
+            if self.radius == "private":
+                raise ValueError("numerics='hardened' needs a public radius: the private radius (its sparse vector "
+                                 "steps) is not hardened yet")
         if self.radius is None:
             raise ValueError(f"{type(self).__name__} needs radius=: a public bound on every row's l2 norm (not "
                              f"taken from the data, which would not be private); e.g. radius=1.0 for rows "
@@ -143,10 +161,23 @@ class _PrivateFit:
                 raise ValueError("mechanism_options need a named mechanism: with mechanism='auto' the choice is "
                                  "the suite's, and so are its options")
             self.advice_ = advise(TASKS[type(self).__name__], n, d, self.budget, k, typical=typical)
+            if self.numerics == "hardened":  # the best-measured among those that can release hardened
+                best = next((name for name, _ in self.advice_.ranking if hardenable(get_mechanism(name))), None)
+                if best is None:
+                    raise ValueError(f"no mechanism measured for this task can release with hardened numerics "
+                                     f"under {self.budget}: use numerics='idealized'")
+                if best != self.advice_.mechanism:
+                    self.advice_ = replace(self.advice_, mechanism=best, reason=(
+                        f"{self.advice_.reason}; numerics='hardened': {best}, the best ranked that can release "
+                        f"hardened"))
             mechanism = get_mechanism(self.advice_.mechanism)
         else:
             mechanism = get_mechanism(self.mechanism)
             self.advice_ = None
+            if self.numerics == "hardened" and not hardenable(mechanism):
+                names = sorted(m for m in MECHANISMS if hardenable(get_mechanism(m)))
+                raise ValueError(f"mechanism {mechanism.name!r} has no hardened numerics (its noise is not additive "
+                                 f"noise on a grid): numerics='idealized', or one of {names}")
         if mechanism.needs:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
                              f"estimator's mechanism")
@@ -179,7 +210,7 @@ class _PrivateFit:
 
     def _releases_typical(self, n: int, d: int, k: int | None) -> bool:
         """Whether mechanism="auto" releases the rows' median norm (auto_share of the budget): public facts."""
-        return self.mechanism == "auto" and releases_typical(TASKS[type(self).__name__], n, d, self.budget, k,
+        return self.mechanism == "auto" and self.numerics != "hardened" and releases_typical(TASKS[type(self).__name__], n, d, self.budget, k,
                                                              self.auto_share)
 
     def _bounded(self, rows: Rows, accountant: Accountant, rng: np.random.Generator,
@@ -217,7 +248,7 @@ class _PrivateFit:
         rows = X if isinstance(X, Rows) else Rows(X)
         n, d = rows.n, rows.d
         mechanism = self._check_declarations(n, d, components)
-        rng = _generator(self.random_state)
+        rng = _generator(self.random_state, self.numerics)
         accountant = Accountant(self.budget)
         typical = self._releases_typical(n, d, components)
         histogram = rows.reduce(_norm_histogram, np.add) if typical else None  # one pass for both steps
@@ -232,13 +263,15 @@ class _PrivateFit:
         cov_budget = self.budget.scaled(1 - self._spent_before_release(typical_released=typical))
         if self.centering == "private":
             total = rows.reduce(_clipped_sum, np.add, clip)
-            centre = private_mean_of(total, n, radius, self.budget.scaled(self.mean_share), accountant, rng)
+            centre = private_mean_of(total, n, radius, self.budget.scaled(self.mean_share), accountant, rng,
+                                     self.numerics)
             if top_k or mechanism.centre_rows:
                 shift, radius = centre, radius + float(np.linalg.norm(centre))
         # an array: add's sums, the release fit(array) always gave; streamed blocks: the faster pass, equal to rounding
         band_sums = _band_sums if rows.kind == "array" else _block_band_sums
         problem = rows.reduce(band_sums, BandSums.merge, clip, shift, radius).problem()
-        options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {})}
+        options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
+                   **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {})}
         second_moment = self.centering == "private" and shift is None
         spectral_release, clamp_release = spectral and not second_moment, clamp and not second_moment
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
@@ -264,6 +297,7 @@ class _PrivateFit:
         self.budget_spent_ = accountant.spent
         self.mechanism_ = mechanism.name
         self.radius_ = radius
+        self.numerics_ = _numerics_note(self.numerics, self.random_state, rng)
         return estimate, centre, radius, problem.n
 
     def _fall_back(self, failed, problem, remaining, rng, components, final_rows: bool, spectral: bool,
@@ -295,6 +329,17 @@ class _PrivateFit:
         return None
 
 
+def _numerics_note(numerics: str, random_state, rng: np.random.Generator) -> str:
+    """What the release's numerics and randomness guarantee, for ``numerics_``."""
+    if numerics == "idealized":
+        return ("idealized: float noise on a float statistic, private on paper (its low bits can leak the "
+                "statistic); for research and tests")
+    if random_state is None:
+        return "hardened: grid and exact integer noise, cryptographic randomness (ChaCha20 from OS entropy)"
+    return ("hardened numerics, seeded randomness: reproducible, for tests and research, not for publishing "
+            "(random_state=None draws from a cryptographic generator)")
+
+
 def _draws_top_k(mechanism, components) -> bool:
     """A PCA (``components`` set) whose mechanism can draw only the top eigenvectors."""
     return components is not None and "components" in mechanism.option_names()
@@ -310,10 +355,18 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
     centering="private"), released by any registered mechanism or plug-in (``mechanism``, by name).
 
     Fitted: ``covariance_`` (d x d, eigenvalues clamped into [0, r^2] as every release is), ``location_``
-    (the centre used), ``ledger_``, ``budget_spent_``, ``mechanism_``, ``n_features_in_``."""
+    (the centre used), ``ledger_``, ``budget_spent_``, ``mechanism_``, ``numerics_``, ``n_features_in_``.
+
+    ``numerics`` (all three estimators): "idealized" (float noise on a float statistic: private on paper,
+    its low bits can carry the statistic) or "hardened" (mechanisms/noise.py: each additive release on a
+    2^k grid with exact discrete Gaussian or Laplace noise, the sensitivity inflated by the rounding and the
+    float error, both in the ledger; random_state=None then draws from ChaCha20; a seed is for tests and
+    research). Hardened: the private mean, GaussCov, LapCov and the zero matrix, under ZCDP or PureDP with a
+    public radius; mechanism="auto" then picks the best-ranked of those, from public facts only."""
 
     def __init__(self, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None, mean_share=0.1,
-                 radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False, random_state=None):
+                 radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False, random_state=None,
+                 numerics="idealized"):
         self.mechanism = mechanism
         self.budget = budget
         self.radius = radius
@@ -324,6 +377,7 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state
+        self.numerics = numerics
 
     def fit(self, X, y=None):
         """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed)."""
@@ -346,7 +400,7 @@ class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin,
 
     def __init__(self, n_components=2, mechanism="auto", budget=PureDP(1.0), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
-                 random_state=None):
+                 random_state=None, numerics="idealized"):
         self.n_components = n_components
         self.mechanism = mechanism
         self.budget = budget
@@ -358,6 +412,7 @@ class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin,
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state
+        self.numerics = numerics
 
     def fit(self, X, y=None):
         """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed)."""
@@ -415,7 +470,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
 
     def __init__(self, alpha=1.0, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
-                 random_state=None):
+                 random_state=None, numerics="idealized"):
         self.alpha = alpha
         self.mechanism = mechanism
         self.budget = budget
@@ -427,6 +482,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         self.mechanism_options = mechanism_options
         self.clip = clip
         self.random_state = random_state
+        self.numerics = numerics
 
     def fit(self, X, y):
         """``X, y``: arrays, or Dask collections with the same partitions (rows [x, y] summed on the workers)."""

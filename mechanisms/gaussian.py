@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from . import noise
 from .privacy import ZCDP, Accountant
 from .predictions import Bound, Facts, Prediction, gaussian_noise
 from .problem import CovProblem
@@ -23,15 +24,50 @@ def symmetric_gaussian(d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
-                accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+                accountant: Accountant, rng: np.random.Generator, numerics: str = "idealized") -> np.ndarray:
     """Sigma + SGW noise for rows of norm <= row_bound.
 
     The upper triangle of Sigma = X^T X / n has l2-sensitivity sqrt(2) row_bound^2 / n, so the
     noise scale is row_bound^2 / (sqrt(rho) n) (Dong §3.1: 1 / (sqrt(rho) n) for the unit ball).
+    numerics="hardened": the upper triangle on a 2^k grid plus discrete Gaussian noise (``hardened_upper``).
     """
+    l2 = math.sqrt(2) * row_bound**2 / n
+    if numerics == "hardened":
+        return hardened_upper(sigma, row_bound, n, accountant, "GaussCov: noisy covariance", budget,
+                              lambda upper, error: noise.gaussian_release(
+                                  upper, l2_sensitivity=l2, rho=budget.rho, bound=row_bound**2, float_error=error,
+                                  rng=rng))
+    check_numerics(numerics)
     accountant.spend(budget, "GaussCov: noisy covariance")
-    scale = gaussian_sigma(math.sqrt(2) * row_bound**2 / n, budget)
-    return sigma + scale * symmetric_gaussian(sigma.shape[0], rng)
+    return sigma + gaussian_sigma(l2, budget) * symmetric_gaussian(sigma.shape[0], rng)
+
+
+NUMERICS = ("idealized", "hardened")
+
+
+def check_numerics(numerics: str) -> None:
+    if numerics not in NUMERICS:
+        raise ValueError(f"numerics must be 'idealized' or 'hardened', got {numerics!r}")
+
+
+def covariance_float_error(row_bound: float, n: int) -> float:
+    """A bound on each computed entry's distance from Sigma's exact entry: a sum of n products x_i x_j
+    (|x_i x_j| <= r^2; up to 8 roundings each: clipping, norms and band scaling on the way), / n."""
+    return noise.sum_error_bound(n, row_bound**2, ops_per_term=8) / n + noise.UNIT_ROUNDOFF * row_bound**2
+
+
+def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Accountant, what: str, budget,
+                   release) -> np.ndarray:
+    """Sigma's upper triangle released by ``release(upper, float_error)`` (mechanisms/noise.py: a grid and
+    exact integer noise), mirrored; the hardening (grid, rounding and float-error terms) in the ledger."""
+    d = sigma.shape[0]
+    rows, cols = np.triu_indices(d)
+    noisy, how = release(sigma[rows, cols], covariance_float_error(row_bound, n))
+    accountant.spend(budget, f"{what} ({how})")
+    out = np.empty((d, d))
+    out[rows, cols] = noisy
+    out[cols, rows] = noisy
+    return out
 
 
 def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
@@ -50,9 +86,10 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
     return Spectral(noisy_values, vectors[:, ::-1])
 
 
-def gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
-    """GaussCov: Sigma + SGW noise of scale r^2 / (sqrt(rho) n)."""
-    return gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng)
+def gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+              numerics: str = "idealized") -> np.ndarray:
+    """GaussCov: Sigma + SGW noise of scale r^2 / (sqrt(rho) n); numerics="hardened": on a grid, exact noise."""
+    return gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
 
 
 def separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from . import noise
+from .gaussian import check_numerics, hardened_upper
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
@@ -22,12 +24,20 @@ def symmetric_laplace(d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
-              accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+              accountant: Accountant, rng: np.random.Generator, numerics: str = "idealized") -> np.ndarray:
     """Sigma + sqrt(2) d r^2 / (eps n) SLW: the upper triangle of Sigma has l1-sensitivity
-    sqrt(2) d r^2 / n (Lemma 12: ||x||_2 <= r gives ||x||_1 <= sqrt(d) r)."""
-    accountant.spend(budget, "LapCov: noisy covariance")
+    sqrt(2) d r^2 / n (Lemma 12: ||x||_2 <= r gives ||x||_1 <= sqrt(d) r). numerics="hardened": the
+    upper triangle on a 2^k grid plus discrete Laplace noise."""
     d = sigma.shape[0]
-    return sigma + math.sqrt(2) * d * row_bound**2 / (budget.eps * n) * symmetric_laplace(d, rng)
+    l1 = math.sqrt(2) * d * row_bound**2 / n
+    if numerics == "hardened":
+        return hardened_upper(sigma, row_bound, n, accountant, "LapCov: noisy covariance", budget,
+                              lambda upper, error: noise.laplace_release(
+                                  upper, l1_sensitivity=l1, eps=budget.eps, bound=row_bound**2, float_error=error,
+                                  rng=rng))
+    check_numerics(numerics)
+    accountant.spend(budget, "LapCov: noisy covariance")
+    return sigma + l1 / budget.eps * symmetric_laplace(d, rng)
 
 
 def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
@@ -43,9 +53,10 @@ def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bo
     return Spectral(noisy_values, vectors[:, ::-1])
 
 
-def lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
-    """LapCov (Appendix I)."""
-    return lap_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng)
+def lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+            numerics: str = "idealized") -> np.ndarray:
+    """LapCov (Appendix I); numerics="hardened": on a grid, exact noise."""
+    return lap_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
 
 
 def separate_lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:

@@ -5,6 +5,10 @@ the budget's notion: the Gaussian mechanism under rho-zCDP (sd = (2r/n) / sqrt(2
 2016), the Laplace mechanism under eps-DP (scale 2r sqrt(d) / (n eps) per coordinate), the analytic
 Gaussian mechanism under (eps, delta)-DP (Balle & Wang 2018). The noisy mean is then projected into
 the r-ball (post-processing: the true mean lies there), so rows minus it lie in the 2r-ball.
+
+numerics="hardened" releases the mean on a 2^k grid with exact integer noise (mechanisms/noise.py): the
+discrete Gaussian under rho-zCDP, the discrete Laplace under eps-DP, the sensitivity inflated by the
+rounding and by the float error of the sum (``noise.sum_error_bound``). Not under (eps, delta).
 """
 from __future__ import annotations
 
@@ -12,24 +16,48 @@ import math
 
 import numpy as np
 
+from . import noise
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant
 from .thresholding import analytic_gaussian_sigma
 
 
-def private_mean(X: np.ndarray, radius: float, budget, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+def private_mean(X: np.ndarray, radius: float, budget, accountant: Accountant, rng: np.random.Generator,
+                 numerics: str = "idealized") -> np.ndarray:
     """The mean of the rows of ``X`` (each of norm <= ``radius``) at ``budget``, spent through ``accountant``."""
     n, d = X.shape
-    return private_mean_of(X.sum(axis=0), n, radius, budget, accountant, rng)
+    return private_mean_of(X.sum(axis=0), n, radius, budget, accountant, rng, numerics)
 
 
 def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant: Accountant,
-                    rng: np.random.Generator) -> np.ndarray:
+                    rng: np.random.Generator, numerics: str = "idealized") -> np.ndarray:
     """private_mean from the rows' sum and count (a sum over blocks: a table streamed, Dask partitions)."""
     total = np.asarray(total, dtype=float)
     d = len(total)
-    accountant.spend(budget, "mean (centring)")
     mean = total / n
     l2 = 2 * radius / n
+    if numerics == "hardened":
+        # each coordinate of the sum: n terms within [-r, r] (clipping: a few roundings each), then / n
+        error = noise.sum_error_bound(n, radius) / n + noise.UNIT_ROUNDOFF * radius
+        if isinstance(budget, ZCDP):
+            noisy, how = noise.gaussian_release(mean, l2_sensitivity=l2, rho=budget.rho, bound=radius,
+                                                float_error=error, rng=rng)
+        elif isinstance(budget, PureDP):
+            noisy, how = noise.laplace_release(mean, l1_sensitivity=l2 * math.sqrt(d), eps=budget.eps,
+                                               bound=radius, float_error=error, rng=rng)
+        else:
+            raise ValueError(f"numerics='hardened' has no (eps, delta) calibration yet: budget {budget!r} needs "
+                             f"numerics='idealized', or a ZCDP or PureDP budget")
+        accountant.spend(budget, f"mean (centring; {how})")
+    elif numerics != "idealized":
+        raise ValueError(f"numerics must be 'idealized' or 'hardened', got {numerics!r}")
+    else:
+        accountant.spend(budget, "mean (centring)")
+        noisy = _idealized_noisy_mean(mean, l2, d, budget, rng)
+    norm = float(np.linalg.norm(noisy))
+    return noisy if norm <= radius else noisy * (radius / norm)
+
+
+def _idealized_noisy_mean(mean: np.ndarray, l2: float, d: int, budget, rng: np.random.Generator) -> np.ndarray:
     if isinstance(budget, ZCDP):
         noisy = mean + l2 / math.sqrt(2 * budget.rho) * rng.standard_normal(d)
     elif isinstance(budget, PureDP):
@@ -38,5 +66,4 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
         noisy = mean + analytic_gaussian_sigma(l2, budget) * rng.standard_normal(d)
     else:
         raise TypeError(f"budget must be ZCDP, PureDP or ApproxDP, got {budget!r}")
-    norm = float(np.linalg.norm(noisy))
-    return noisy if norm <= radius else noisy * (radius / norm)
+    return noisy

@@ -159,3 +159,69 @@ def test_secure_generator_is_chacha20_from_os_entropy():
     assert not np.array_equal(a.integers(0, 2**62, 4), b.integers(0, 2**62, 4))
     draws = noise.discrete_gaussian(3.0, 1000, a)  # the compiled samplers take it
     assert draws.dtype == np.int64
+
+
+# --- the estimators' hardened numerics ----------------------------------------------------------
+
+import dpcov  # noqa: E402
+from dpcov.mechanisms import CovProblem, PureDP, ZCDP, release  # noqa: E402
+
+
+@pytest.mark.parametrize("name, budget, noise_name", [("gauss", ZCDP(0.5), "discrete Gaussian"),
+                                                      ("lap", PureDP(1.0), "discrete Laplace")])
+def test_hardened_covariance_is_on_its_grid_and_in_the_ledger(name, budget, noise_name):
+    X = np.random.default_rng(21).normal(size=(500, 4))
+    X /= np.linalg.norm(X, axis=1).max()
+    problem = CovProblem.from_rows(X, radius=1.0)
+    out, accountant = release(name, problem, budget, np.random.default_rng(22), options={"numerics": "hardened"},
+                              clamp=False)
+    (what, _), = accountant.ledger
+    assert noise_name in what and "(rounding)" in what and "(float error)" in what
+    grid = 2.0 ** int(what.split("grid 2^")[1].split(",")[0])
+    assert np.array_equal(out, out.T) and np.array_equal(out / grid, np.rint(out / grid))
+    idealized, _ = release(name, problem, budget, np.random.default_rng(22), clamp=False)
+    hardened_error = np.abs(out - problem.sigma).mean()
+    assert 0.5 < hardened_error / np.abs(idealized - problem.sigma).mean() < 2  # the same noise, to sampling
+
+
+def attack_events(rows, numerics, fits):
+    """scripts/precision_attack.py's event on the released mean (fits seeded 0..fits-1)."""
+    hits = 0
+    for seed in range(fits):
+        location = dpcov.PrivateCovariance(mechanism="zero", budget=PureDP(1.0), radius=1.0, centering="private",
+                                           mean_share=0.5, numerics=numerics, random_state=seed).fit(rows).location_
+        value = float(location[0])
+        hits += abs(value) < 1 / 8 and not (value * 2.0**55).is_integer() and np.linalg.norm(location) < 1 - 1e-9
+    return hits
+
+
+def test_the_precision_attack_separates_idealized_neighbours_and_not_hardened_ones():
+    D = np.zeros((3, 2))
+    D2 = D.copy()
+    D2[0] = (1.0, 0.0)
+    assert attack_events(D, "idealized", 400) > 0 == attack_events(D2, "idealized", 400)  # the leak (eps unbounded)
+    assert attack_events(D, "hardened", 400) == 0 == attack_events(D2, "hardened", 400)
+
+
+def test_estimators_hardened_choices_errors_and_randomness():
+    X = np.random.default_rng(23).normal(size=(3000, 5)) / 8
+    fit = dpcov.PrivateCovariance(budget=ZCDP(0.5), radius=1.0, clip=True, centering="private",
+                                  numerics="hardened").fit(X)
+    assert fit.mechanism_ in ("gauss", "lap", "zero") and "cryptographic" in fit.numerics_
+    assert any("hardened: discrete Gaussian" in what for what, _ in fit.ledger_)
+    seeded = dpcov.PrivatePCA(2, budget=PureDP(1.0), radius=1.0, clip=True, centering="private",
+                              numerics="hardened", random_state=0).fit(X)
+    assert seeded.mechanism_ == "lap" and "for tests and research" in seeded.numerics_
+    again = dpcov.PrivatePCA(2, budget=PureDP(1.0), radius=1.0, clip=True, centering="private",
+                             numerics="hardened", random_state=0).fit(X)
+    assert np.array_equal(seeded.components_, again.components_)  # seeded: the same bits
+    assert "idealized" in dpcov.PrivateCovariance(budget=ZCDP(0.5), radius=1.0, clip=True,
+                                                  centering="assume_centered").fit(X).numerics_
+    for kwargs, message in [({"mechanism": "adaptive"}, "no hardened numerics"),
+                            ({"budget": dpcov.ApproxDP(1.0, 1e-6)}, "no \\(eps, delta\\) calibration"),
+                            ({"radius": "private"}, "needs a public radius"),
+                            ({"numerics": "exact"}, "numerics must be")]:
+        settings = {"budget": ZCDP(0.5), "radius": 1.0, "clip": True, "centering": "private",
+                    "numerics": "hardened", **kwargs}
+        with pytest.raises(ValueError, match=message):
+            dpcov.PrivateCovariance(**settings).fit(X)
