@@ -238,8 +238,19 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         raise ConfigError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
     if len(set(mechanisms)) != len(mechanisms):
         raise ConfigError(f"mechanisms has repeated names: {mechanisms}")
-    options = raw.get("mechanism_options") or {}
+    options = {k: dict(v or {}) for k, v in (raw.get("mechanism_options") or {}).items()}
     variants = _variants(raw.get("variants") or {})
+    numerics = raw.get("numerics", "idealized")
+    if numerics not in NUMERICS:
+        raise ConfigError(f"numerics must be one of {NUMERICS}, got {numerics!r}")
+    if numerics == "hardened":  # every line whose mechanism has hardened numerics (mechanisms/noise.py)
+        for mech in mechanisms:
+            if mech in variants:
+                line = variants[mech]
+                if "numerics" in _option_names(line.mechanism):
+                    variants[mech] = dataclasses.replace(line, options={"numerics": "hardened", **line.options})
+            elif "numerics" in _option_names(mech):
+                options[mech] = {"numerics": "hardened", **options.get(mech, {})}
     per_mechanism = dict(raw.get("trials_per_mechanism") or {})
     try:
         for mech in (*mechanisms, *per_mechanism):
@@ -293,7 +304,7 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
 
     experiment = Experiment(
         name=name, dataset=dataset.name, params=params, sweep=sweep, mechanisms=list(mechanisms),
-        mechanism_options={k: dict(v or {}) for k, v in options.items()},
+        mechanism_options=options,
         metrics=list(raw["metrics"]), trials=raw["trials"], n_jobs=raw["n_jobs"], seed=raw["seed"],
         output_dir=str(raw["output_dir"]), figure=figure, clamp_eigenvalues=raw["clamp_eigenvalues"],
         scale=raw["scale"], paper_figure=raw.get("paper_figure", ""),
@@ -364,6 +375,14 @@ def _variants(raw: dict) -> dict[str, Line]:
 
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+NUMERICS = ("idealized", "hardened")
+
+
+def _option_names(mechanism: str) -> list[str]:
+    try:
+        return get_mechanism(mechanism).option_names()
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's safe loader where built: ~10x faster
 FIGURE_KEYS = tuple(f.name for f in dataclasses.fields(Figure))
 

@@ -225,3 +225,17 @@ def test_estimators_hardened_choices_errors_and_randomness():
                     "numerics": "hardened", **kwargs}
         with pytest.raises(ValueError, match=message):
             dpcov.PrivateCovariance(**settings).fit(X)
+
+
+def test_the_suite_runs_hardened_lines_on_request(tmp_path):
+    """numerics=hardened: the lines with hardened numerics get the option (their fingerprint then differs from
+    the committed idealized lines'); the others stay idealized; a smoke run works; a bad value is refused."""
+    from dpcov.experiments.config import ConfigError, compose_experiment
+    from dpcov.experiments.runner import run_experiment
+    exp = compose_experiment(["experiment=synthetic_trace", "scale=smoke", "mechanisms=[gauss,separate,zero]",
+                              "numerics=hardened", f"output_dir={tmp_path}"])
+    assert exp.line("gauss").options == {"numerics": "hardened"} and exp.line("separate").options == {}
+    assert len(run_experiment(exp).results.read_text().splitlines()) == 1 + exp.total_runs()
+    assert compose_experiment(["experiment=pure_trace", "scale=smoke"]).line("lap").options == {}
+    with pytest.raises(ConfigError, match="numerics must be one of"):
+        compose_experiment(["experiment=pure_trace", "numerics=exact"])
