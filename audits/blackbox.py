@@ -42,7 +42,7 @@ from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
 from dpcov.mechanisms.registry import check_options, get_mechanism, import_plugins, plugin_modules, release
 
 from .bounds import Bound, Claim, choose_event, confirm
-from .pairs import HAND_NAMES, Pair, PairSpec, features, quantize
+from .pairs import HAND_NAMES, Pair, PairSpec, features, precision_statistic_name, precision_statistics, quantize
 
 DEFAULT_BUDGETS = {ZCDP: ZCDP(0.5), PureDP: PureDP(1.0), ApproxDP: ApproxDP(1.0, 1e-5)}
 # A mechanism claims its notion at every budget. At rho = 0.5 (sqrt(2 rho) = 2 rho = 1) or eps = 1 a wrong
@@ -92,12 +92,15 @@ def neighbours_of(spec: PairSpec) -> list[PairSpec]:
 
 
 def _sample_chunk(name: str, options: dict, budget, problem, reference, entries: bool, entropy: list[int],
-                  count: int, plugins) -> np.ndarray:
-    """``count`` releases of one dataset, as feature rows; one Generator per chunk from its entropy."""
+                  count: int, plugins, precision: bool = False) -> np.ndarray:
+    """``count`` releases of one dataset, as feature rows (``precision``: their low bits' statistics);
+    one Generator per chunk from its entropy."""
     import_plugins(plugins)
     rng = np.random.default_rng(np.random.SeedSequence(entropy))
     with threadpool_limits(limits=1):
         outs = [release(name, problem, budget, rng, options=options or None, clamp=False)[0] for _ in range(count)]
+        if precision:
+            return precision_statistics(outs, problem.radius)
         return features(reference, quantize(outs, problem.radius), entries)
 
 
@@ -114,9 +117,10 @@ class Sampler:
     releases: int = 0
     busy: float = 0.0  # wall seconds spent releasing
 
-    def sample(self, requests: list[tuple[int, Pair, int, str, int]], parallel: bool = True) -> list[np.ndarray]:
+    def sample(self, requests: list[tuple[int, Pair, int, str, int]], parallel: bool = True,
+               precision: bool = False) -> list[np.ndarray]:
         """requests: (pair key, pair, side 0/1, phase, count) -> one feature array per request
-        (``parallel=False``: in this process, e.g. to time a release)."""
+        (``parallel=False``: in this process, e.g. to time a release; ``precision``: the low bits' statistics)."""
         tasks, owners = [], []
         for r, (key, pair, side, phase, count) in enumerate(requests):
             entries = pair.problems[side].d <= ENTRIES_MAX_D
@@ -124,7 +128,7 @@ class Sampler:
                 entropy = [self.seed, key, side, _PHASES[phase], c]
                 tasks.append(delayed(_sample_chunk)(self.name, self.options, self.budget, pair.problems[side],
                                                     pair.reference, entries, entropy, min(CHUNK, count - start),
-                                                    self.plugins))
+                                                    self.plugins, precision))
                 owners.append(r)
         start = time.perf_counter()
         if not parallel or self.n_jobs == 1 or len(tasks) == 1:
@@ -139,7 +143,8 @@ class Sampler:
         return [np.concatenate(blocks) if blocks else np.empty((0, 0)) for blocks in out]
 
 
-_PHASES = {"pilot": 0, "screen": 1, "train": 2, "select": 3, "confirm": 4}
+_PHASES = {"pilot": 0, "screen": 1, "train": 2, "select": 3, "confirm": 4, "precision_select": 5,
+           "precision_confirm": 6}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -218,6 +223,7 @@ class AuditReport:
     releases: int
     seconds: float
     confirmations: int
+    numerics: str = "idealized"  # "as executed": the low bits were audited too (precision stage)
 
     @property
     def exceeded(self) -> bool:
@@ -231,6 +237,9 @@ class AuditReport:
 
     def describe(self) -> str:
         lines = [f"claim: {self.claim.describe()}",
+                 "numerics: " + ("as executed (the releases' low bits audited on a dyadic/non-dyadic pair)"
+                                 if self.numerics == "as executed" else
+                                 "idealized (low bits rounded away: private on paper, not as executed)"),
                  f"{len(self.screened)} neighbour pairs screened, {len(self.findings)} confirmed on fresh runs "
                  f"({self.releases} releases, {self.seconds:.0f} s)"]
         worst = self.worst
@@ -267,9 +276,18 @@ def _estimate(claim: Claim, F0: np.ndarray, F1: np.ndarray) -> float:
     return value / claim.value if claim.value > 0 else value
 
 
+PRECISION_PAIR = PairSpec("zeros", 3)  # Sigma = 0 (dyadic) against diag(1/3, 0) (not): the low bits differ
+
+
+def as_executed(mechanism, options: dict) -> bool:
+    """Whether the audit checks a mechanism's low bits: a plug-in unless it declares itself idealized, a
+    built-in (idealized, float noise) when it runs with numerics="hardened"."""
+    return not mechanism.idealized or options.get("numerics") == "hardened"
+
+
 def audit(name, budget=None, *, options: dict | None = None, seconds: float = 240.0, alpha: float = 0.05,
           confirmations: int = 3, pairs: list | None = None, gaussian: bool = False, n_jobs: int = -1,
-          seed: int = 0, runs: int | None = None, run_at=None,
+          seed: int = 0, runs: int | None = None, run_at=None, numerics: str | None = None,
           log: Callable[[str], None] | None = None) -> AuditReport:
     """Audit mechanism ``name`` (registered name, plug-in path or decorated function) against its claim.
 
@@ -279,6 +297,9 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
     gaussian: the mechanism is a post-processed Gaussian mechanism (exact mu-GDP profile).
     runs: fixed selection and confirmation runs per dataset (instead of the time budget).
     run_at: run the mechanism at this budget instead of the claim's (under-noised copies, audits.lines).
+    numerics: "as executed" audits the releases' low bits too (a precision stage first, on
+    ``PRECISION_PAIR``, one more confirmation in the Bonferroni split), "idealized" rounds them away (the
+    mechanism on paper); default ``as_executed(mechanism, options)``.
     """
     log = log or (lambda text: None)
     started = time.perf_counter()
@@ -295,10 +316,30 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
         raise ValueError(f"confirmations must be >= 1, got {confirmations!r}")
     if runs is None and not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
+    if numerics is None:
+        numerics = "as executed" if as_executed(mechanism, options) else "idealized"
+    if numerics not in ("as executed", "idealized"):
+        raise ValueError(f"numerics must be 'as executed' or 'idealized', got {numerics!r}")
     workers = max(1, effective_n_jobs(n_jobs))
     sampler = Sampler(path, options, run_at or run_budget, seed, workers, tuple(plugin_modules([path])))
     log(f"auditing {mechanism.name} ({mechanism.label}) options {options}: claim {claim.describe()}; "
-        f"{'fixed runs' if runs else f'time budget {seconds:.0f} s'} on {workers} worker(s)")
+        f"{'fixed runs' if runs else f'time budget {seconds:.0f} s'} on {workers} worker(s); numerics {numerics}")
+    slots = confirmations + (numerics == "as executed")  # events that may be confirmed, fixed before any is
+
+    def report(findings, screened, dropped) -> AuditReport:
+        return AuditReport(mechanism.name, options, claim, alpha, findings, screened, dropped, sampler.releases,
+                           time.perf_counter() - started, slots, numerics)
+
+    if numerics == "as executed":  # 0. The low bits, on a pair whose statistic is dyadic on one side only
+        finding = _precision_stage(sampler, claim, alpha / (2 * slots), seconds * 0.15, runs, seed, log)
+        if finding is not None:
+            log(("EXCEEDS " if finding.exceeded else "within  ") + finding.describe()
+                + f" [{time.perf_counter() - started:.0f} s]")
+            if finding.exceeded:
+                return report([finding], [], [])
+        precision_findings = [finding] if finding is not None else []
+    else:
+        precision_findings = []
 
     # 1. Pilot: which pairs the mechanism accepts, and what a release costs
     specs = list(pairs) if pairs is not None else default_pairs()
@@ -350,9 +391,10 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
         + f" (estimated loss / claim, in-sample); {time.perf_counter() - started:.0f} s")
 
     # 3. Select and confirm, best pair first; stop at the first confirmed excess
-    findings = []
+    findings = list(precision_findings)
     chosen = candidates[:confirmations]
-    level = alpha / (2 * len(chosen))  # Bonferroni over the events that may be confirmed, fixed before any is
+    # Bonferroni over the events that may be confirmed, fixed before any is (the precision stage's included)
+    level = alpha / (2 * (len(chosen) + (numerics == "as executed")))
     for k, cand in enumerate(chosen):
         slot = remaining() / (len(chosen) - k)
         total = runs_for(slot, 1, cand.cost, 400, 2_000_000)
@@ -364,9 +406,33 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
             + f" [{time.perf_counter() - started:.0f} s]")
         if finding.exceeded:
             break
-    return AuditReport(mechanism.name, options, claim, alpha, findings,
-                       [(c.pair.describe(), c.estimate) for c in candidates], dropped, sampler.releases,
-                       time.perf_counter() - started, len(chosen))
+    slots = len(chosen) + (numerics == "as executed")
+    return report(findings, [(c.pair.describe(), c.estimate) for c in candidates], dropped)
+
+
+def _precision_stage(sampler: Sampler, claim: Claim, level: float, share_seconds: float, runs: int | None,
+                     seed: int, log) -> Finding | None:
+    """Releases on ``PRECISION_PAIR`` before any rounding: the event on their low bits
+    (``precision_statistics``) chosen on selection runs, its bound on fresh confirmation runs at ``level``.
+    None when the mechanism refuses the pair."""
+    pair = PRECISION_PAIR.build()
+    key = 10**6  # pair keys of the search count from 0
+    try:
+        start = time.perf_counter()
+        sampler.sample([(key, pair, 0, "precision_select", 20)], parallel=False, precision=True)
+        cost = (time.perf_counter() - start) / 20
+    except (ValueError, TypeError) as err:
+        log(f"precision stage skipped: the mechanism refused {pair.describe()} ({err})")
+        return None
+    n = runs if runs is not None else int(min(20000, max(1000, share_seconds / max(4 * cost / sampler.n_jobs, 1e-9))))
+    s0, s1 = sampler.sample([(key, pair, 0, "precision_select", n), (key, pair, 1, "precision_select", n)],
+                            precision=True)
+    event, _ = choose_event(s0, s1, claim, level, n)
+    c0, c1 = sampler.sample([(key, pair, 0, "precision_confirm", n), (key, pair, 1, "precision_confirm", n)],
+                            precision=True)
+    bound = confirm(event, c0, c1, claim, level)
+    return Finding(f"{pair.describe()} [low bits]", precision_statistic_name(event.statistic, s0.shape[1]), bound,
+                   claim, level)
 
 
 def _short(pair) -> str:

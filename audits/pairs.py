@@ -213,6 +213,36 @@ def quantize(outs: list, radius: float) -> np.ndarray:
     return np.round(np.array([as_matrix(o) for o in outs]) / q) * q
 
 
+PRECISION_WINDOW = 1 / 8  # entries within r^2 / 8 of zero: a small sum takes the ulp of its larger operand
+
+
+def precision_statistics(outs: list, radius: float) -> np.ndarray:
+    """What a release's low bits say, before any rounding (``quantize`` removes them): per entry of the
+    upper triangle (or per released weight), the exponent of the largest power of two dividing it
+    (1100 for 0), the same inside the window |x| < r^2 / 8 (1100 outside: a windowed "not a multiple of
+    2^j" event is a threshold on it), and its mantissa's trailing zero bits (53 for 0). A float statistic
+    plus float noise lies on the grid of the statistic's ulp (Mironov 2012; Haney et al. 2022); a hardened
+    release lies on one public grid 2^k whatever the data."""
+    if getattr(outs[0], "weights", None) is not None:
+        U = np.array([np.asarray(o.weights, float).ravel() for o in outs])
+    else:
+        S = np.array([as_matrix(o) for o in outs], dtype=float)
+        U = S[:, *np.triu_indices(S.shape[1])]
+    mantissa, exponent = np.frexp(U)
+    integer = np.abs(mantissa * 2.0**53).astype(np.int64)  # the 53-bit mantissa, exactly
+    zeros = np.log2(np.maximum(integer & -integer, 1)).astype(np.int64)  # its trailing zero bits
+    zero = U == 0
+    valuation = np.where(zero, 1100, exponent - 53 + zeros)
+    windowed = np.where(np.abs(U) < PRECISION_WINDOW * radius**2, valuation, 1100)
+    return np.column_stack([valuation, windowed, np.where(zero, 53, zeros)]).astype(float)
+
+
+def precision_statistic_name(j: int, width: int) -> str:
+    entry, kind = j % (width // 3), j // (width // 3)
+    return ["largest power of two dividing entry {}", "largest power of two dividing entry {} within r^2/8 of 0",
+            "trailing zero bits of entry {}'s mantissa"][kind].format(entry)
+
+
 def features(reference: Reference, outs: np.ndarray, entries: bool) -> np.ndarray:
     """One row per release (``quantize``'s array: matrices, or weights): the hand-picked statistics (HAND_NAMES, each the
     likelihood ratio or a symptom of one kind of mistake), then basis-free features for a learned

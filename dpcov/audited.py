@@ -53,23 +53,23 @@ def _fit(problem, accountant, rng, pca: bool = False, radius="private", streamed
     return estimator.covariance_
 
 
-@register_mechanism(notion="zcdp", label="PrivateCovariance (auto, private radius)", audit=AUDIT, needs=("raw rows",))
+@register_mechanism(idealized=True, notion="zcdp", label="PrivateCovariance (auto, private radius)", audit=AUDIT, needs=("raw rows",))
 def covariance_zcdp(problem, accountant, rng):
     return _fit(problem, accountant, rng)
 
 
-@register_mechanism(notion="pure", label="PrivateCovariance (auto, private radius)", audit=AUDIT, needs=("raw rows",))
+@register_mechanism(idealized=True, notion="pure", label="PrivateCovariance (auto, private radius)", audit=AUDIT, needs=("raw rows",))
 def covariance_pure(problem, accountant, rng):
     return _fit(problem, accountant, rng)
 
 
-@register_mechanism(notion="approx", label="PrivateCovariance (auto, private radius)", audit=AUDIT,
+@register_mechanism(idealized=True, notion="approx", label="PrivateCovariance (auto, private radius)", audit=AUDIT,
                     needs=("raw rows",))
 def covariance_approx(problem, accountant, rng):
     return _fit(problem, accountant, rng)
 
 
-@register_mechanism(notion="pure", label="PrivatePCA (auto, private radius, k = 1)", audit=AUDIT, needs=("raw rows",))
+@register_mechanism(idealized=True, notion="pure", label="PrivatePCA (auto, private radius, k = 1)", audit=AUDIT, needs=("raw rows",))
 def pca_pure(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True)
 
@@ -77,7 +77,7 @@ def pca_pure(problem, accountant, rng):
 # Under (eps, delta) at n = 10000 and d = 2 or 3, auto's choice for a PCA turns on the rows' median norm
 # (dpcov/defaults.py releases_typical, at (3, 1e-5) and (3, 0.1), the audit sweep's third budget): this line
 # audits that release too.
-@register_mechanism(notion="approx", label="PrivatePCA (auto, private radius, k = 1)", audit=AUDIT,
+@register_mechanism(idealized=True, notion="approx", label="PrivatePCA (auto, private radius, k = 1)", audit=AUDIT,
                     needs=("raw rows",))
 def pca_approx(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True)
@@ -90,7 +90,7 @@ SMALL = (PairSpec("swap_values", 300), PairSpec("sphere", 300), PairSpec("zeros"
          PairSpec("threshold", 300, m=1), PairSpec("random", 300, d=3, seed=1))
 
 
-@register_mechanism(notion="pure", label="PrivatePCA (auto, radius 1, k = 1, n = 300: auto's fallback)",
+@register_mechanism(idealized=True, notion="pure", label="PrivatePCA (auto, radius 1, k = 1, n = 300: auto's fallback)",
                     audit=AuditNeeds("dp", (("swap_values", 300),), search_pairs=SMALL), needs=("raw rows",))
 def pca_pure_fallback(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True, radius=1.0)
@@ -98,7 +98,7 @@ def pca_pure_fallback(problem, accountant, rng):
 
 # the same under (eps, delta): at (1, 1e-5), the sweep's first budget, the choice releases nothing at n = 300 and the
 # next mechanism (SeparateCov with Laplace noise) runs at the unspent budget of the choice's own notion
-@register_mechanism(notion="approx", label="PrivatePCA (auto, radius 1, k = 1, n = 300: auto's fallback)",
+@register_mechanism(idealized=True, notion="approx", label="PrivatePCA (auto, radius 1, k = 1, n = 300: auto's fallback)",
                     audit=AuditNeeds("dp", (("swap_values", 300),), search_pairs=SMALL), needs=("raw rows",))
 def pca_approx_fallback(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True, radius=1.0)
@@ -118,7 +118,7 @@ def _as_file(rows: np.ndarray) -> Rows:
     return Rows(path, block_bytes=1000 * 8 * rows.shape[1])
 
 
-@register_mechanism(notion="pure", label="PrivatePCA (auto, private radius, k = 1) on a file", audit=AUDIT,
+@register_mechanism(idealized=True, notion="pure", label="PrivatePCA (auto, private radius, k = 1) on a file", audit=AUDIT,
                     needs=("raw rows",))
 def pca_pure_streamed(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True, streamed=True)
@@ -139,13 +139,13 @@ def _streamed(problem):
     return sums.problem(rows=problem.rows)
 
 
-@register_mechanism(notion="zcdp", label="Private pipeline (streamed band sums)", audit=MECHANISMS["pipeline"].audit,
+@register_mechanism(idealized=True, notion="zcdp", label="Private pipeline (streamed band sums)", audit=MECHANISMS["pipeline"].audit,
                     needs=("raw rows",))
 def pipeline_streamed(problem, accountant, rng):
     return MECHANISMS["pipeline"].fn(_streamed(problem), accountant, rng)
 
 
-@register_mechanism(notion="pure", label="Private pipeline (streamed band sums)",
+@register_mechanism(idealized=True, notion="pure", label="Private pipeline (streamed band sums)",
                     audit=MECHANISMS["pipeline_pure"].audit, needs=("raw rows",))
 def pipeline_pure_streamed(problem, accountant, rng):
     return MECHANISMS["pipeline_pure"].fn(_streamed(problem), accountant, rng)

@@ -67,6 +67,9 @@ class Mechanism:
     # by the second moment minus the mean's outer product: for mechanisms that adapt to the rows' own
     # norms (a private clipping radius), which the centred rows' smaller norms serve better
     centre_rows: bool = False
+    # float noise on a float statistic: private on paper, not as executed (its low bits; docs/privacy.md). The
+    # audit then rounds the low bits away and says so; with option numerics="hardened" (gauss, lap) it checks them
+    idealized: bool = True
 
     def option_names(self) -> list[str]:
         params = inspect.signature(self.fn).parameters.values()
@@ -219,7 +222,7 @@ def _check_signature(fn: Callable) -> None:
 
 def register_mechanism(*, notion, label: str | None = None, name: str | None = None, source: str = "",
                        predict=None, audit: AuditNeeds | None = None, style: tuple[str, str] | None = None,
-                       needs: tuple[str, ...] = (), centre_rows: bool = False):
+                       needs: tuple[str, ...] = (), centre_rows: bool = False, idealized: bool = False):
     """Declare a function as a mechanism of privacy ``notion`` (ZCDP, PureDP or ApproxDP, or
     "zcdp" / "pure" / "approx"): release runs it at the largest budget of that notion implying the
     requested one, and it must spend that budget through the accountant it is given.
@@ -232,7 +235,10 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
     ``(facts, budget) -> E||S~ - Sigma||_F`` or None) for the advisor and the figures' overlays;
     ``audit``, an ``AuditNeeds`` (profile, neighbour pairs, options the audits need); ``style``, its
     (colour, marker) on figures; ``needs``, what it needs besides bounded rows (e.g. ("raw rows",));
-    ``centre_rows``, how dpcov's estimators centre for it (``Mechanism.centre_rows``).
+    ``centre_rows``, how dpcov's estimators centre for it (``Mechanism.centre_rows``); ``idealized``, that it
+    is private on paper only (float noise on a float statistic): the audit then rounds its low bits away and
+    says so. By default a plug-in claims to be private as executed, and ``dpcov audit`` checks its low bits:
+    add noise through ``dpcov.mechanisms.noise`` (a 2^k grid and exact integer noise) to pass.
     """
     notion = _notion(notion)
     predict = _prediction(predict)
@@ -251,7 +257,7 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
         path = f"{fn.__module__}:{fn.__qualname__}"
         mechanism = Mechanism(name or path, label or fn.__name__, notion, fn, source or path, plugin=True,
                               predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs),
-                              centre_rows=bool(centre_rows))
+                              centre_rows=bool(centre_rows), idealized=bool(idealized))
         if name is not None:
             if name in MECHANISMS:
                 raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")

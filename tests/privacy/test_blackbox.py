@@ -153,7 +153,8 @@ def test_the_float_low_bit_leak_is_not_a_finding():
     ("approx_forgot_sqrt2", ApproxDP(0.25, 0.1), PairSpec("tie", 3), 3000),
 ])
 def test_buggy_plugins_are_flagged_on_their_pair(name, budget, pair, runs):
-    report = audit(f"buggy_mechanisms:{name}", budget, pairs=[pair], runs=runs, confirmations=1, seed=3)
+    # n_jobs=1: fixed runs give the same numbers in one process (test_same_numbers_for_any_n_jobs)
+    report = audit(f"buggy_mechanisms:{name}", budget, pairs=[pair], runs=runs, confirmations=1, seed=3, n_jobs=1)
     assert report.exceeded, report.describe()
     assert report.worst.bound.value > report.claim.value
 
@@ -168,7 +169,7 @@ def test_same_numbers_for_any_n_jobs():
 
 def test_refused_pairs_are_dropped_with_the_reason():
     report = audit("clip_gauss", options={"tau": 1.0}, pairs=[PairSpec("swap_values", 10)], runs=300,
-                   confirmations=1)
+                   confirmations=1, n_jobs=1)
     assert not report.exceeded and not report.dropped
     with pytest.raises(ValueError, match="unknown option"):
         audit("gauss", options={"gamma": 1.0}, pairs=[PairSpec("swap_values", 10)], runs=100)
@@ -183,11 +184,13 @@ def test_the_statistics_have_names():
 
 def test_audit_script_exit_status(capsys, script):
     main = script("audit").main
-    assert main(["buggy_mechanisms:gauss_data_norm", "--runs", "60", "--quiet"]) == 1
+    # --n-jobs 1: fixed --runs give the same numbers in one process (test_same_numbers_for_any_n_jobs); the
+    # script's worker processes are exercised by test_plugins.py's audit of the example plug-in
+    assert main(["buggy_mechanisms:gauss_data_norm", "--runs", "60", "--quiet", "--n-jobs", "1"]) == 1
     out = capsys.readouterr().out
     assert "EXCEEDS its claim" in out and "worst pair:" in out and "lower bound: rho >=" in out
     assert main(["buggy_mechanisms:correct_gauss", "--budget", "rho=0.5", "--runs", "60", "--confirmations", "1",
-                 "--quiet"]) == 0
+                 "--quiet", "--n-jobs", "1"]) == 0
     assert "no evidence against its claim" in capsys.readouterr().out
 
 
@@ -236,3 +239,39 @@ def test_audit_script_refuses_bad_arguments(script, capsys, args, message):
     with pytest.raises(SystemExit):
         script("audit").main(args)
     assert message in capsys.readouterr().err
+
+
+# --- numerics as executed: the precision stage (audits/blackbox.py _precision_stage) ----------------
+
+FAST = dict(pairs=[PairSpec("swap_values", 10)], runs=1000, confirmations=1, n_jobs=1, seed=2)
+
+
+@pytest.mark.parametrize("name", ["buggy_mechanisms:float_gauss", "buggy_mechanisms:float_laplace",
+                                  "buggy_mechanisms:unrounded_exact_gauss"])
+def test_plugins_private_on_paper_only_are_flagged_on_their_low_bits(name):
+    """Correct calibrations on paper -- numpy float noise, or exact noise on an unrounded statistic -- that
+    do not declare themselves idealized: the precision stage flags them on the dyadic/non-dyadic pair."""
+    report = audit(name, **FAST)
+    assert report.numerics == "as executed" and report.exceeded, report.describe()
+    assert report.worst.pair.endswith("[low bits]") and report.worst.bound.value > report.claim.value
+
+
+@pytest.mark.parametrize("name, options", [("my_mechanisms:hardened_gauss", {}), ("gauss", {"numerics": "hardened"}),
+                                           ("lap", {"numerics": "hardened"}), ("my_mechanisms:shrunk_gauss", {})])
+def test_hardened_releases_pass_the_audit_as_executed(name, options):
+    report = audit(name, options=options, **{**FAST, "runs": 400})
+    assert report.numerics == "as executed" and not report.exceeded, report.describe()
+    (low_bits,) = [f for f in report.findings if f.pair.endswith("[low bits]")]
+    assert low_bits.bound.value < report.claim.value and report.confirmations == 2
+
+
+def test_idealized_is_declared_and_can_be_overridden():
+    """Built-ins with float noise and plug-ins declaring idealized=True are audited on paper (low bits rounded
+    away, said in the report); asked to audit them as executed, the audit flags the same code."""
+    assert audit("gauss", **FAST).numerics == "idealized"
+    on_paper = audit("buggy_mechanisms:correct_gauss", **FAST)
+    assert on_paper.numerics == "idealized" and not on_paper.exceeded
+    assert "low bits rounded away" in on_paper.describe()
+    assert audit("buggy_mechanisms:correct_gauss", numerics="as executed", **FAST).exceeded
+    with pytest.raises(ValueError, match="numerics must be"):
+        audit("gauss", numerics="exact", **FAST)
