@@ -13,13 +13,21 @@ from dpcov.mechanisms.problem import CovProblem, clip_rows
 distributed = pytest.importorskip("distributed", reason="executor=dask needs pip install -e '.[dask]'")
 
 
-def test_dask_cluster_matches_local_processes(experiment):
-    local = pd.read_csv(run_experiment(experiment("synthetic_trace", "n_jobs=1", output="local")).results)
+@pytest.fixture(scope="module")
+def cluster():
+    """One LocalCluster of two single-threaded worker processes, shared by the tests that connect to a
+    cluster of their own making (starting one costs each worker's imports). The tests of the project's
+    own local_cluster start theirs (its HTTP server then finds Dask's port 8787 free: this one takes any)."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        exp = experiment("synthetic_trace", "executor=dask", f"dask_scheduler={cluster.scheduler_address}",
-                         output="dask")
-        remote = pd.read_csv(run_experiment(exp).results)
+                                  dashboard_address=":0") as shared:
+        yield shared
+
+
+def test_dask_cluster_matches_local_processes(experiment, cluster):
+    local = pd.read_csv(run_experiment(experiment("synthetic_trace", "n_jobs=1", output="local")).results)
+    exp = experiment("synthetic_trace", "executor=dask", f"dask_scheduler={cluster.scheduler_address}",
+                     output="dask")
+    remote = pd.read_csv(run_experiment(exp).results)
     key = ["mechanism", "trial", "N"]
     local, remote = local.sort_values(key).reset_index(drop=True), remote.sort_values(key).reset_index(drop=True)
     assert len(remote) == len(local) > 0
@@ -82,15 +90,14 @@ def assert_same_statistics(streamed: CovProblem, expected: CovProblem) -> None:
         assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), name
 
 
-def test_dask_workers_compute_the_statistics_of_one_process(tmp_path):
+def test_dask_workers_compute_the_statistics_of_one_process(tmp_path, cluster):
     """Dask arrays and dataframes on a LocalCluster: one BandSums per partition on the workers, merged
     in a tree, equal to the in-memory CovProblem (n exact, sums to 1e-12); clip=True clips per partition."""
     da = pytest.importorskip("dask.array")
     dd = pytest.importorskip("dask.dataframe")
     X = np.random.default_rng(5).standard_normal((20011, 6)) * [1.0, 0.5, 0.3, 0.2, 0.1, 0.05] / 3
     inside = clip_rows(X, 1.0)[0]
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
+    with distributed.Client(cluster):
         array = da.from_array(inside, chunks=(2900, 3))  # column chunks too: rows are made whole
         assert_same_statistics(dask_sums(array, 1.0).problem(), CovProblem.from_rows(inside))
         frame = dd.from_pandas(pd.DataFrame(X, columns=list("abcdef")), npartitions=7)
@@ -106,7 +113,7 @@ def test_dask_workers_compute_the_statistics_of_one_process(tmp_path):
         assert _worker_threads() == 2  # the default: a share per worker thread, 2 of the file's 7 row groups
 
 
-def test_estimators_fit_dask_collections_on_a_cluster():
+def test_estimators_fit_dask_collections_on_a_cluster(cluster):
     """PrivateCovariance, PrivatePCA and PrivateRidge fit Dask arrays and dataframes: every step (the norms'
     histogram, the clipped sum, the band sums) runs on the workers; the release equals fit(array)'s with
     the same seed, to rounding."""
@@ -120,8 +127,7 @@ def test_estimators_fit_dask_collections_on_a_cluster():
                                      centering="private", random_state=1), "covariance_"),
             (dpcov.PrivatePCA(2, budget=dpcov.PureDP(4.0), radius=3.0, clip=True, centering="private",
                               random_state=1), "components_")]
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
+    with distributed.Client(cluster):
         for estimator, attribute in fits:
             memory = estimator.fit(X)
             expected = getattr(memory, attribute).copy()

@@ -78,7 +78,7 @@ def test_identical_results_for_any_n_jobs(experiment):
 def test_the_parent_keeps_one_blas_thread_while_the_workers_run(experiment, monkeypatch):
     """The run's own process builds instances and their spectra while the workers run: on more BLAS
     threads, OpenBLAS's idle ones would spin and take the workers' cores."""
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     import dpcov.experiments.runner as runner
     seen, build = [], runner.build_instance
@@ -89,7 +89,9 @@ def test_the_parent_keeps_one_blas_thread_while_the_workers_run(experiment, monk
         return build(*args, **kwargs)
 
     monkeypatch.setattr(runner, "build_instance", recording)
-    run_experiment(experiment("synthetic_trace", "n_jobs=2"))
+    with threadpool_limits(limits=2, user_api="blas"):  # as outside the suite (conftest: one thread)
+        assert max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas") == 2
+        run_experiment(experiment("synthetic_trace", "n_jobs=2"))
     assert seen and set(seen) == {1}
 
 
@@ -215,8 +217,10 @@ def test_unknown_top_level_key_is_rejected():
 
 
 def test_run_py_end_to_end(tmp_path):
-    """The user's command: prints progress and where everything went; bad config exits non-zero."""
-    done = subprocess.run([sys.executable, "run.py", "experiment=synthetic_trace", "scale=smoke",
+    """The user's command: prints progress and where everything went; bad config exits non-zero.
+    (In one process, n_jobs=1: run.py's worker processes are run by test_hostile_harness.py's progress
+    and Ctrl-C tests.)"""
+    done = subprocess.run([sys.executable, "run.py", "experiment=synthetic_trace", "scale=smoke", "n_jobs=1",
                            f"output_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     for word in ["results:", "summary:", "figure:", "mechanism runs"]:

@@ -133,9 +133,18 @@ def test_unknown_keys_are_refused_with_a_suggestion(experiment, override, sugges
         experiment("synthetic_trace", override)
 
 
-def test_unknown_key_on_the_command_line_is_one_line(tmp_path):
-    one_line_error(run_py("experiment=synthetic_trace", "+trails=3", f"output_dir={tmp_path}"),
-                   "unknown key 'trails'", "did you mean 'trials'?")
+def test_unknown_key_on_the_command_line_is_one_line(tmp_path, monkeypatch):
+    """run.py's function in this process (the key is refused before Hydra starts); run.py's errors as a
+    process: test_output_dir_empty_file_or_unwritable_is_refused, test_run_py_end_to_end."""
+    from dpcov.commands.run import cli
+
+    monkeypatch.setattr(sys, "argv", ["run.py"])
+    with pytest.raises(SystemExit) as stop:
+        cli(["experiment=synthetic_trace", "+trails=3", f"output_dir={tmp_path}"])
+    message = stop.value.code  # what Python prints on stderr, with exit status 1
+    assert isinstance(message, str) and "Traceback" not in message and len(message.splitlines()) == 1, message
+    for word in ("unknown key 'trails'", "did you mean 'trials'?"):
+        assert word in message, message
     assert not (tmp_path / "results.csv").exists()
 
 
