@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcov.data.chunks import Rows, is_dask
 from dpcov.mechanisms.mean import private_mean_of
-from dpcov.mechanisms.noise import secure_generator
+from dpcov.mechanisms.noise import check_numerics, is_secure, secure_generator
 from dpcov.mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
@@ -47,9 +47,6 @@ from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical, typical_of_release
 
 CENTERINGS = ("assume_centered", "private")
-NUMERICS = ("idealized", "hardened")
-
-
 def hardenable(mechanism) -> bool:
     """Whether a mechanism can release with hardened numerics (mechanisms/noise.py): it takes the option
     ``numerics``, or it draws no noise at all (the zero matrix)."""
@@ -126,8 +123,7 @@ class _PrivateFit:
     def _check_declarations(self, n: int, d: int, k: int | None = None, typical: float | None = None):
         if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
             raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
-        if self.numerics not in NUMERICS:
-            raise ValueError(f"numerics must be 'idealized' or 'hardened', got {self.numerics!r}")
+        check_numerics(self.numerics)
         if self.numerics == "hardened":
             if isinstance(self.budget, ApproxDP):
                 raise ValueError("numerics='hardened' has no (eps, delta) calibration yet: use ZCDP or PureDP")
@@ -297,7 +293,7 @@ class _PrivateFit:
         self.budget_spent_ = accountant.spent
         self.mechanism_ = mechanism.name
         self.radius_ = radius
-        self.numerics_ = _numerics_note(self.numerics, self.random_state, rng)
+        self.numerics_ = _numerics_note(self.numerics, rng)
         return estimate, centre, radius, problem.n
 
     def _fall_back(self, failed, problem, remaining, rng, components, final_rows: bool, spectral: bool,
@@ -329,13 +325,13 @@ class _PrivateFit:
         return None
 
 
-def _numerics_note(numerics: str, random_state, rng: np.random.Generator) -> str:
-    """What the release's numerics and randomness guarantee, for ``numerics_``."""
+def _numerics_note(numerics: str, rng: np.random.Generator) -> str:
+    """What the release's numerics and the generator it drew from guarantee, for ``numerics_``."""
     if numerics == "idealized":
         return ("idealized: float noise on a float statistic, private on paper (its low bits can leak the "
                 "statistic); for research and tests")
-    if random_state is None:
-        return "hardened: grid and exact integer noise, cryptographic randomness (ChaCha20 from OS entropy)"
+    if is_secure(rng):
+        return "hardened: grid and exact integer noise, cryptographic randomness (ChaCha20)"
     return ("hardened numerics, seeded randomness: reproducible, for tests and research, not for publishing "
             "(random_state=None draws from a cryptographic generator)")
 

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpcov.data.registry import get_dataset
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP
+from dpcov.mechanisms.noise import NUMERICS
 from dpcov.mechanisms.registry import check_options, get_mechanism
 
 from .metrics import check_metrics
@@ -375,9 +376,6 @@ def _variants(raw: dict) -> dict[str, Line]:
 
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-NUMERICS = ("idealized", "hardened")
-
-
 def _option_names(mechanism: str) -> list[str]:
     try:
         return get_mechanism(mechanism).option_names()

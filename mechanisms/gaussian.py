@@ -37,17 +37,9 @@ def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
                               lambda upper, error: noise.gaussian_release(
                                   upper, l2_sensitivity=l2, rho=budget.rho, bound=row_bound**2, float_error=error,
                                   rng=rng))
-    check_numerics(numerics)
+    noise.check_numerics(numerics)
     accountant.spend(budget, "GaussCov: noisy covariance")
     return sigma + gaussian_sigma(l2, budget) * symmetric_gaussian(sigma.shape[0], rng)
-
-
-NUMERICS = ("idealized", "hardened")
-
-
-def check_numerics(numerics: str) -> None:
-    if numerics not in NUMERICS:
-        raise ValueError(f"numerics must be 'idealized' or 'hardened', got {numerics!r}")
 
 
 def covariance_float_error(row_bound: float, n: int) -> float:

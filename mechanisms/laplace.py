@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import check_numerics, hardened_upper
+from .gaussian import hardened_upper
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
@@ -35,7 +35,7 @@ def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
                               lambda upper, error: noise.laplace_release(
                                   upper, l1_sensitivity=l1, eps=budget.eps, bound=row_bound**2, float_error=error,
                                   rng=rng))
-    check_numerics(numerics)
+    noise.check_numerics(numerics)
     accountant.spend(budget, "LapCov: noisy covariance")
     return sigma + l1 / budget.eps * symmetric_laplace(d, rng)
 

@@ -35,6 +35,7 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
     d = len(total)
     mean = total / n
     l2 = 2 * radius / n
+    noise.check_numerics(numerics)
     if numerics == "hardened":
         # each coordinate of the sum: n terms within [-r, r] (clipping: a few roundings each), then / n
         error = noise.sum_error_bound(n, radius) / n + noise.UNIT_ROUNDOFF * radius
@@ -48,8 +49,6 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
             raise ValueError(f"numerics='hardened' has no (eps, delta) calibration yet: budget {budget!r} needs "
                              f"numerics='idealized', or a ZCDP or PureDP budget")
         accountant.spend(budget, f"mean (centring; {how})")
-    elif numerics != "idealized":
-        raise ValueError(f"numerics must be 'idealized' or 'hardened', got {numerics!r}")
     else:
         accountant.spend(budget, "mean (centring)")
         noisy = _idealized_noisy_mean(mean, l2, d, budget, rng)

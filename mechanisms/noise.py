@@ -37,6 +37,12 @@ from numba import njit
 GRID_BITS = 40  # the grid step is the power of two at about 2^-40 of the noise scale
 MANTISSA_BITS = 52  # |N| < 2^52: g * N is exact in float64, with room for the noise
 UNIT_ROUNDOFF = 2.0**-53
+NUMERICS = ("idealized", "hardened")  # float noise (private on paper) | this module's (private as executed)
+
+
+def check_numerics(numerics: str) -> None:
+    if numerics not in NUMERICS:
+        raise ValueError(f"numerics must be 'idealized' or 'hardened', got {numerics!r}")
 
 
 def secure_generator() -> np.random.Generator:
@@ -230,15 +236,8 @@ def _discrete_gaussian(t: int, c: int, size: int, rng: np.random.Generator) -> n
     bits = np.empty(size, dtype=np.int64)
     n_pending = _discrete_gaussian_fill(rng, t, c, out, pending, bits)
     for index, v in zip(pending[:n_pending].tolist(), bits[:n_pending].tolist()):
-        while not _exact_accept(abs(int(out[index])) - c, t, c, v, rng):  # rejected: a fresh draw
-            again = np.empty(1, dtype=np.int64)
-            again_pending = np.empty(1, dtype=np.int64)
-            again_bits = np.empty(1, dtype=np.int64)
-            undecided = _discrete_gaussian_fill(rng, t, c, again, again_pending, again_bits)
-            out[index] = again[0]
-            if not undecided:
-                break
-            v = int(again_bits[0])
+        if not _exact_accept(abs(int(out[index])) - c, t, c, v, rng):  # rejected: a fresh draw, decided
+            out[index] = _discrete_gaussian(t, c, 1, rng)[0]
     return out
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from dpcov.mechanisms import ZCDP, Prediction, Spectral, register_mechanism
 from dpcov.mechanisms import noise
-from dpcov.mechanisms.gaussian import gauss_noisy
+from dpcov.mechanisms.gaussian import covariance_float_error, gauss_noisy
 
 
 def shrunk_gauss_error(facts, budget):
@@ -63,7 +63,7 @@ def hardened_gauss(problem, accountant, rng):
     rows, cols = np.triu_indices(problem.d)
     released, how = noise.gaussian_release(
         problem.sigma[rows, cols], l2_sensitivity=math.sqrt(2) * r2 / n, rho=budget.rho, bound=r2,
-        float_error=noise.sum_error_bound(n, r2, ops_per_term=8) / n + noise.UNIT_ROUNDOFF * r2, rng=rng)
+        float_error=covariance_float_error(problem.radius, n), rng=rng)
     accountant.spend(budget, f"noisy covariance ({how})")
     out = np.empty((problem.d, problem.d))
     out[rows, cols] = released
