@@ -124,12 +124,6 @@ class _PrivateFit:
         if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
             raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
         check_numerics(self.numerics)
-        if self.numerics == "hardened":
-            if isinstance(self.budget, ApproxDP):
-                raise ValueError("numerics='hardened' has no (eps, delta) calibration yet: use ZCDP or PureDP")
-            if self.radius == "private":
-                raise ValueError("numerics='hardened' needs a public radius: the private radius (its sparse vector "
-                                 "steps) is not hardened yet")
         if self.radius is None:
             raise ValueError(f"{type(self).__name__} needs radius=: a public bound on every row's l2 norm (not "
                              f"taken from the data, which would not be private); e.g. radius=1.0 for rows "
@@ -171,9 +165,11 @@ class _PrivateFit:
             mechanism = get_mechanism(self.mechanism)
             self.advice_ = None
             if self.numerics == "hardened" and not hardenable(mechanism):
-                names = sorted(m for m in MECHANISMS if hardenable(get_mechanism(m)))
-                raise ValueError(f"mechanism {mechanism.name!r} has no hardened numerics (its noise is not additive "
-                                 f"noise on a grid): numerics='idealized', or one of {names}")
+                names = sorted(m for m in MECHANISMS if hardenable(get_mechanism(m)) and not get_mechanism(m).needs)
+                warnings.warn(f"mechanism {mechanism.name!r} has no hardened numerics (its noise is not additive noise "
+                              f"on a grid: {mechanism.label} draws from a continuous distribution in floats): its "
+                              f"release runs with idealized numerics, private on paper, and the ledger says so. "
+                              f"Hardened: {names}", UserWarning, stacklevel=4)
         if mechanism.needs:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
                              f"estimator's mechanism")
@@ -206,7 +202,7 @@ class _PrivateFit:
 
     def _releases_typical(self, n: int, d: int, k: int | None) -> bool:
         """Whether mechanism="auto" releases the rows' median norm (auto_share of the budget): public facts."""
-        return self.mechanism == "auto" and self.numerics != "hardened" and releases_typical(TASKS[type(self).__name__], n, d, self.budget, k,
+        return self.mechanism == "auto" and releases_typical(TASKS[type(self).__name__], n, d, self.budget, k,
                                                              self.auto_share)
 
     def _bounded(self, rows: Rows, accountant: Accountant, rng: np.random.Generator,
@@ -216,7 +212,8 @@ class _PrivateFit:
         rows clipped to it. One pass over the rows (their norms' histogram, unless given, or the rows outside)."""
         if self.radius == "private":
             histogram = rows.reduce(_norm_histogram, np.add) if histogram is None else histogram
-            return private_norm_bound_of(histogram, self.budget.scaled(self.radius_share), accountant, rng), True
+            return private_norm_bound_of(histogram, self.budget.scaled(self.radius_share), accountant, rng,
+                                         numerics=self.numerics), True
         radius = float(self.radius)
         outside, largest = rows.reduce(_outside, _add_and_max, radius * (1 + 1e-12))
         if outside and not self.clip:
@@ -251,7 +248,7 @@ class _PrivateFit:
         radius, clipped = self._bounded(rows, accountant, rng, histogram)
         if typical:  # auto's one fact from the data: the median norm over the radius, released (auto_share)
             median = private_norm_quantile_of(histogram, TYPICAL_QUANTILE, self.budget.scaled(self.auto_share),
-                                              accountant, rng)
+                                              accountant, rng, numerics=self.numerics)
             mechanism = self._check_declarations(n, d, components, typical=typical_of_release(median, radius))
         top_k = _draws_top_k(mechanism, components)
         clip = radius if clipped else None
@@ -268,11 +265,13 @@ class _PrivateFit:
         problem = rows.reduce(band_sums, BandSums.merge, clip, shift, radius).problem()
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
                    **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {})}
+        idealized_release = self.numerics == "hardened" and not hardenable(mechanism)  # warned: named explicitly
         second_moment = self.centering == "private" and shift is None
         spectral_release, clamp_release = spectral and not second_moment, clamp and not second_moment
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
                                   spectral=spectral_release, clamp=clamp_release)
-        ledger = [(f"covariance: {what}", b) for what, b in inner.ledger]
+        ledger = [(f"covariance: {what}{' (idealized numerics)' if idealized_release else ''}", b)
+                  for what, b in inner.ledger]
         # a PCA whose auto choice stopped early with nothing released (spent a part, not none: the zero matrix spends
         # nothing). Not for a covariance or a ridge: there the zero matrix is an estimate (error ||Sigma||_F; ridge then
         # predicts y's mean), which measured better than the fallback's noisy one (results/head_to_head: wine's ridge)
@@ -293,7 +292,7 @@ class _PrivateFit:
         self.budget_spent_ = accountant.spent
         self.mechanism_ = mechanism.name
         self.radius_ = radius
-        self.numerics_ = _numerics_note(self.numerics, rng)
+        self.numerics_ = _numerics_note(self.numerics, rng, mechanism if idealized_release else None)
         return estimate, centre, radius, problem.n
 
     def _fall_back(self, failed, problem, remaining, rng, components, final_rows: bool, spectral: bool,
@@ -307,7 +306,7 @@ class _PrivateFit:
         (the zero release stands; PrivatePCA warns)."""
         for name, _ in self.advice_.ranking:
             mechanism = get_mechanism(name)
-            if mechanism.fn is failed.fn:
+            if mechanism.fn is failed.fn or (self.numerics == "hardened" and not hardenable(mechanism)):
                 continue
             try:
                 budget_guaranteeing(remaining, mechanism.notion)
@@ -315,8 +314,10 @@ class _PrivateFit:
                 continue
             # a top-k draw where the problem's rows are the ones to decompose (not a second moment to centre after)
             top_k = final_rows and _draws_top_k(mechanism, components)
-            estimate, inner = release(name, problem, remaining, rng, options=(
-                {"components": int(components)} if top_k else {}), spectral=spectral, clamp=clamp)
+            estimate, inner = release(name, problem, remaining, rng, options={
+                **({"components": int(components)} if top_k else {}),
+                **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {})},
+                spectral=spectral, clamp=clamp)
             self.advice_ = replace(self.advice_, mechanism=name, reason=(
                 f"{self.advice_.reason}; {failed.name} released nothing (its private radius found no row): "
                 f"{name} at its unspent {remaining}"))
@@ -325,11 +326,14 @@ class _PrivateFit:
         return None
 
 
-def _numerics_note(numerics: str, rng: np.random.Generator) -> str:
+def _numerics_note(numerics: str, rng: np.random.Generator, idealized_mechanism=None) -> str:
     """What the release's numerics and the generator it drew from guarantee, for ``numerics_``."""
     if numerics == "idealized":
         return ("idealized: float noise on a float statistic, private on paper (its low bits can leak the "
                 "statistic); for research and tests")
+    if idealized_mechanism is not None:
+        return (f"idealized numerics for the covariance ({idealized_mechanism.name}: not additive noise on a grid, "
+                f"private on paper only); the other steps hardened")
     if is_secure(rng):
         return "hardened: grid and exact integer noise, cryptographic randomness (ChaCha20)"
     return ("hardened numerics, seeded randomness: reproducible, for tests and research, not for publishing "
@@ -353,16 +357,18 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
     Fitted: ``covariance_`` (d x d, eigenvalues clamped into [0, r^2] as every release is), ``location_``
     (the centre used), ``ledger_``, ``budget_spent_``, ``mechanism_``, ``numerics_``, ``n_features_in_``.
 
-    ``numerics`` (all three estimators): "idealized" (float noise on a float statistic: private on paper,
-    its low bits can carry the statistic) or "hardened" (mechanisms/noise.py: each additive release on a
-    2^k grid with exact discrete Gaussian or Laplace noise, the sensitivity inflated by the rounding and the
-    float error, both in the ledger; random_state=None then draws from ChaCha20; a seed is for tests and
-    research). Hardened: the private mean, GaussCov, LapCov and the zero matrix, under ZCDP or PureDP with a
-    public radius; mechanism="auto" then picks the best-ranked of those, from public facts only."""
+    ``numerics`` (all three estimators): "hardened", the default (mechanisms/noise.py: each additive release
+    -- the mean, the covariance, the sparse-vector steps of the private radius and of auto's median norm --
+    on a 2^k grid with exact discrete Gaussian or Laplace noise, the sensitivity inflated by the rounding
+    and the float error, both in the ledger; random_state=None then draws from ChaCha20; a seed is for
+    tests and research), or "idealized" (float noise on a float statistic: private on paper, its low bits
+    can carry the statistic). mechanism="auto" then picks the best-ranked mechanism that can be hardened;
+    a named one that cannot (the eigenvector samplers: emcov, itu, ad, kt, ...) warns and runs with idealized
+    numerics, and the ledger and ``numerics_`` say so."""
 
     def __init__(self, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None, mean_share=0.1,
                  radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False, random_state=None,
-                 numerics="idealized"):
+                 numerics="hardened"):
         self.mechanism = mechanism
         self.budget = budget
         self.radius = radius
@@ -396,7 +402,7 @@ class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin,
 
     def __init__(self, n_components=2, mechanism="auto", budget=PureDP(1.0), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
-                 random_state=None, numerics="idealized"):
+                 random_state=None, numerics="hardened"):
         self.n_components = n_components
         self.mechanism = mechanism
         self.budget = budget
@@ -466,7 +472,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
 
     def __init__(self, alpha=1.0, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
-                 random_state=None, numerics="idealized"):
+                 random_state=None, numerics="hardened"):
         self.alpha = alpha
         self.mechanism = mechanism
         self.budget = budget

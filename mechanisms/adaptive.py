@@ -6,8 +6,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import laplace
-from .gaussian import gauss_noisy, gaussian_sigma, separate_noisy, separate_terms
+from . import laplace, noise
+from .gaussian import covariance_float_error, gauss_noisy, gaussian_sigma, separate_noisy, separate_terms
 from .predictions import Bound, Facts
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
@@ -56,13 +56,23 @@ def separate_noise(trace: float, tau, n: int, d: int, budget: ZCDP, beta: float)
 # --- Sparse vector technique (Algorithm 3) --------------------------------------------------------
 def above_threshold(queries: Callable[[np.ndarray], np.ndarray], count: int, threshold: float,
                     eps: float, accountant: Accountant, rng: np.random.Generator,
-                    what: str = "SVT") -> int:
+                    what: str = "SVT", *, numerics: str = "idealized", bound: float | None = None,
+                    float_error: float = 0.0) -> int:
     """Index k (1-based) of the first sensitivity-1 query whose noisy answer clears the noisy
     threshold, or count + 1 if none does; eps-DP (Algorithm 3).
 
     ``queries(idx)`` answers the 0-based queries ``idx`` at once, so long sequences are evaluated in
     growing vectorised chunks (the noise is iid, so the output distribution is unchanged).
+
+    numerics="hardened" (``hardened_above_threshold``): the answers, computed within ``float_error`` of
+    the exact ones and clipped to the public [-bound, bound], on a 2^k grid with exact discrete Laplace
+    noise; every comparison is between integers.
     """
+    noise.check_numerics(numerics)
+    if numerics == "hardened":
+        if bound is None:
+            raise ValueError("a hardened SVT needs the queries' public bound")
+        return hardened_above_threshold(queries, count, threshold, eps, accountant, rng, what, bound, float_error)
     accountant.spend(PureDP(eps), what)
     noisy_threshold = threshold + rng.laplace(scale=2 / eps)  # step 1
     start, chunk = 0, 64
@@ -76,14 +86,40 @@ def above_threshold(queries: Callable[[np.ndarray], np.ndarray], count: int, thr
     return count + 1  # step 5
 
 
+def hardened_above_threshold(queries: Callable[[np.ndarray], np.ndarray], count: int, threshold: float, eps: float,
+                             accountant: Accountant, rng: np.random.Generator, what: str, bound: float,
+                             float_error: float) -> int:
+    """Algorithm 3 on a grid g = 2^k (mechanisms/noise.py): each answer clipped to [-bound, bound] (1-Lipschitz:
+    the sensitivity stays) and rounded to the nearest step, the public threshold rounded too. Two neighbours'
+    answers then differ by at most Delta = (1 + 2 float_error) / g + 1 steps, an integer shift; the noise is the
+    discrete Laplace of scale ceil(2 Delta / eps) on the threshold and ceil(4 Delta / eps) on each answer,
+    whose ratios under integer shifts are those the proof of Algorithm 3 uses (Lyu, Su & Li 2017, Thm 2)."""
+    bound = max(float(bound), abs(float(threshold)))
+    grid = noise.grid_step(4 / eps, bound)
+    delta = (1 + 2 * float_error) / grid + 1
+    t_threshold, t_answer = math.ceil(2 * delta / eps), math.ceil(4 * delta / eps)
+    accountant.spend(PureDP(eps), f"{what} (hardened: discrete Laplace on the grid 2^{int(math.log2(grid))}, "
+                                  f"sensitivity 1 + {float_error:.3g} (float error) + one step (rounding))")
+    noisy_threshold = int(np.rint(threshold / grid)) + int(noise.discrete_laplace(t_threshold, 1, rng)[0])
+    start, chunk = 0, 64
+    while start < count:
+        idx = np.arange(start, min(count, start + chunk))
+        answers = noise.on_grid(queries(idx), grid, bound) + noise.discrete_laplace(t_answer, len(idx), rng)
+        hits = np.flatnonzero(answers >= noisy_threshold)
+        if hits.size:
+            return int(idx[hits[0]]) + 1
+        start, chunk = start + len(idx), chunk * 2
+    return count + 1
+
+
 def private_radius_exponent(problem: CovProblem, eps: float, beta: float, max_halvings: int,
-                            accountant: Accountant, rng: np.random.Generator) -> int:
+                            accountant: Accountant, rng: np.random.Generator, numerics: str = "idealized") -> int:
     """PrivRadius (Lemma 9) by SVT over dyadic radii: m with r~ = r 2^-m <= 2 rad(X) + b.
 
     Query k = 1..K counts the rows with norm > r 2^-k (sensitivity 1, non-decreasing in k); the
     threshold 6/eps log(2K/beta) + 1 makes the first noisy crossing, w.p. 1 - beta, a k at which some
     row exceeds r 2^-k (so r 2^-(k-1) < 2 rad(X)) while only O(log(K/beta)/eps) rows exceed
-    r 2^-(k-1). No crossing returns b = r 2^-K.
+    r 2^-(k-1). No crossing returns b = r 2^-K. The counts are exact integers (float error 0, bound n).
     """
     K = max_halvings
     threshold = 6 / eps * math.log(2 * K / beta) + 1
@@ -91,7 +127,8 @@ def private_radius_exponent(problem: CovProblem, eps: float, beta: float, max_ha
     def rows_above(idx):  # query idx+1: #{||x|| > r 2^-(idx+1)}, i.e. rows in bands j < idx+1
         return (problem.band_exponents[None, :] <= idx[:, None]) @ problem.band_counts
 
-    k = above_threshold(rows_above, K, threshold, eps, accountant, rng, "PrivRadius: SVT")
+    k = above_threshold(rows_above, K, threshold, eps, accountant, rng, "PrivRadius: SVT", numerics=numerics,
+                        bound=problem.n)
     return k - 1
 
 
@@ -107,7 +144,7 @@ def svt_eps(budget) -> float:
 
 def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                  beta: float = 0.1, radius: str = "private", split: dict | None = None,
-                 separate_noise_factor: float = 1.0) -> np.ndarray | Spectral:
+                 separate_noise_factor: float = 1.0, numerics: str = "idealized") -> np.ndarray | Spectral:
     """AdaptiveCov: clip at a privately chosen tau, then the better of ClipGaussCov/ClipSeparateCov.
 
     radius="private" runs PrivRadius; radius="known" takes the declared radius r as r~ (the paper's
@@ -119,12 +156,16 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     Under a PureDP accountant this is the eps-DP AdaptiveCov of Dong Appendix I: LapCov and
     SeparateCov with Laplace noise, a Laplace tail bound for the trace, the same SVT and PrivRadius
     (already pure), with the split read as fractions of eps.
+
+    numerics="hardened" (mechanisms/noise.py): every step on a grid with exact integer noise -- both SVTs
+    (``hardened_above_threshold``), the trace and the covariance release (discrete Gaussian or Laplace).
     """
     problem.require_bands("AdaptiveCov")
     if radius not in ("private", "known"):
         raise ValueError(f"radius must be 'private' or 'known', got {radius!r}")
     if not 0 < beta < 1:
         raise ValueError(f"beta must lie in (0, 1), got {beta!r}")
+    noise.check_numerics(numerics)
     if not separate_noise_factor > 0:
         raise ValueError(f"separate_noise_factor must be > 0, got {separate_noise_factor!r}")
     split = {**PAPER_SPLIT, **(split or {})}
@@ -146,19 +187,23 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     if radius == "private":
         eps_radius = svt_eps(total.scaled(split["radius"]))
         m0 = private_radius_exponent(problem, eps_radius, beta / 8, min(2 * d * n, MAX_HALVINGS),
-                                     accountant, rng)
+                                     accountant, rng, numerics)
     else:
         m0 = 0
     r_tilde = problem.tau(m0)
     if r_tilde**2 == 0.0:  # every row is (numerically) zero: nothing left to estimate
         return np.zeros((d, d))
     # Steps 2-4: X~ = Clip(X, r~); a private upper bound on tr(X~) (sensitivity r~^2 / n).
-    trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
     clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
-    if pure:  # Laplace mechanism and its one-sided tail: P(Lap(b) > b log(4/beta)) = beta/8
+    if numerics == "hardened":
+        noisy_trace = _hardened_trace(clipped_trace, r_tilde, n, d, total.scaled(split["trace"]), beta, accountant,
+                                      rng)
+    elif pure:  # Laplace mechanism and its one-sided tail: P(Lap(b) > b log(4/beta)) = beta/8
+        trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         b = r_tilde**2 / (n * trace_budget.eps)
         noisy_trace = clipped_trace + rng.laplace(scale=b) + b * math.log(4 / beta)
     else:  # Gaussian mechanism and its tail: P(N(0, sd^2) > sd sqrt(2 log(8/beta))) <= beta/8
+        trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         sd = gaussian_sigma(r_tilde**2 / n, trace_budget)
         noisy_trace = clipped_trace + sd * rng.standard_normal() + sd * math.sqrt(2 * math.log(8 / beta))
     trace_hat = min(noisy_trace, r_tilde**2)
@@ -172,12 +217,19 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
         tau = np.ldexp(problem.radius, -m)
         clipped = exponents[None, :] < m[:, None]
         bias = (clipped * counts * (upper2[None, :] - (tau**2)[:, None])).sum(axis=1) / n
-        noise = np.minimum(predict_gauss(tau, n, d, cov_budget, beta / 2),
-                           separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2))
-        return n * (bias - noise) / r_tilde**2  # sensitivity 1 (Bias has sensitivity r~^2 / n)
+        predicted = np.minimum(predict_gauss(tau, n, d, cov_budget, beta / 2),
+                               separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2))
+        return n * (bias - predicted) / r_tilde**2  # sensitivity 1 (Bias has sensitivity r~^2 / n)
 
+    # hardened: |Diff| <= n + its public noise term at tau = r~ (the largest); computed within
+    # diff_float_error of the exact query
+    hardening = {}
+    if numerics == "hardened":
+        bound = n * (1 + _largest_noise(predict_gauss, predict_separate, separate_noise_factor, trace_hat, r_tilde, n,
+                                        d, cov_budget, beta) / r_tilde**2)
+        hardening = {"bound": bound, "float_error": diff_float_error(len(counts), n, bound)}
     k = above_threshold(diff, halvings, 0.0, svt_eps(total.scaled(split["svt"])),
-                        accountant, rng, "AdaptiveCov: SVT")
+                        accountant, rng, "AdaptiveCov: SVT", numerics=numerics, **hardening)
     # Step 6: tau~ = min(2^(t~+1), r~) = r~ 2^-max(k-2, 0), the last tau before the crossing.
     m = m0 + max(k - 2, 0)
     tau = problem.tau(m)
@@ -187,9 +239,44 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     if separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2) >= \
             predict_gauss(tau, n, d, cov_budget, beta / 2):
         release_plain = laplace.lap_noisy if pure else gauss_noisy
-        return release_plain(moment, tau, n, cov_budget, accountant, rng)
+        return release_plain(moment, tau, n, cov_budget, accountant, rng, numerics)
     release_separate = laplace.separate_lap_noisy if pure else separate_noisy
-    return release_separate(moment, eigenvalues, tau, n, cov_budget, accountant, rng)
+    return release_separate(moment, eigenvalues, tau, n, cov_budget, accountant, rng, numerics)
+
+
+def _largest_noise(predict_gauss, predict_separate, factor: float, trace_hat: float, r_tilde: float, n: int, d: int,
+                   budget, beta: float) -> float:
+    """Diff's public noise term at tau = r~, its largest (both predictions grow with tau)."""
+    return float(min(predict_gauss(r_tilde, n, d, budget, beta / 2),
+                     factor * predict_separate(trace_hat, r_tilde, n, d, budget, beta / 2)))
+
+
+def diff_float_error(bands: int, n: int, bound: float) -> float:
+    """A bound on |computed Diff - exact Diff| (Step 5's query, in units of r~^2 / n): the bias is a sum over
+    ``bands`` bands of count_j (u_j^2 - tau^2) (each within [0, n r~^2] with a few roundings), then divided by n,
+    less the public noise term, times n / r~^2 (sum_error_bound; every magnitude is within the SVT's clip bound
+    ``bound`` = n (1 + noise / r~^2), whose roundings add a few units of it)."""
+    return noise.sum_error_bound(bands, float(n), ops_per_term=6) + 8 * noise.UNIT_ROUNDOFF * bound
+
+
+def _hardened_trace(clipped_trace: float, r_tilde: float, n: int, d: int, budget, beta: float,
+                    accountant: Accountant, rng: np.random.Generator) -> float:
+    """Steps 3-4 hardened: tr(X~) (sensitivity r~^2 / n, within [0, r~^2]) on a grid plus discrete Gaussian
+    (zCDP) or discrete Laplace (eps-DP) noise, plus the same one-sided tail as the float steps. The tail sets
+    only the bound's confidence (utility, not privacy); at 2^40 grid steps the discrete noise's tails are the
+    continuous ones' to a relative 2^-40."""
+    sensitivity = r_tilde**2 / n
+    error = d * covariance_float_error(r_tilde, n, d) + noise.sum_error_bound(d, r_tilde**2, ops_per_term=0)
+    if isinstance(budget, PureDP):
+        noisy, how = noise.laplace_release(np.array([clipped_trace]), l1_sensitivity=sensitivity, eps=budget.eps,
+                                           bound=r_tilde**2, float_error=error, rng=rng)
+        tail = how.scale * math.log(4 / beta)  # P(DLap > b log(4/beta)) <= beta/8 as for Lap(b)
+    else:
+        noisy, how = noise.gaussian_release(np.array([clipped_trace]), l2_sensitivity=sensitivity, rho=budget.rho,
+                                            bound=r_tilde**2, float_error=error, rng=rng)
+        tail = how.scale * math.sqrt(2 * math.log(8 / beta))  # sub-Gaussian: P(N_Z(0, s^2) > s x) <= exp(-x^2/2)
+    accountant.spend(budget, f"AdaptiveCov: trace ({how})")
+    return float(noisy[0]) + tail
 
 
 # --- predicted error (mechanisms/predictions.py) ---------------------------------------------------

@@ -42,10 +42,21 @@ def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
     return sigma + gaussian_sigma(l2, budget) * symmetric_gaussian(sigma.shape[0], rng)
 
 
-def covariance_float_error(row_bound: float, n: int) -> float:
+def covariance_float_error(row_bound: float, n: int, d: int) -> float:
     """A bound on each computed entry's distance from Sigma's exact entry: a sum of n products x_i x_j
-    (|x_i x_j| <= r^2; up to 8 roundings each: clipping, norms and band scaling on the way), / n."""
-    return noise.sum_error_bound(n, row_bound**2, ops_per_term=8) / n + noise.UNIT_ROUNDOFF * row_bound**2
+    (|x_i x_j| <= r^2), / n. Each product carries up to d + 8 roundings on the way: a row's squared norm (d
+    products and d - 1 sums: clipping, its band, x x^T / ||x||^2), the clipping scale, the product, tau^2 and
+    the band's 1 / n (Higham's gamma_k composes them)."""
+    return noise.sum_error_bound(n, row_bound**2, ops_per_term=d + 8) / n + noise.UNIT_ROUNDOFF * row_bound**2
+
+
+def eigenvalue_float_error(row_bound: float, n: int, d: int) -> float:
+    """A bound on each computed eigenvalue's distance from the exact Sigma's: Sigma's entries are each within
+    e = covariance_float_error (||E||_2 <= ||E||_F <= d e, Weyl), and a backward-stable symmetric
+    eigensolver returns the eigenvalues of Sigma + F with ||F||_2 <= p(d) u ||Sigma||_2 (Demmel 1997, §5.2;
+    LAPACK's syevd). LAPACK states p(d) only as a modest function of d: here p(d) = 64 d, with ||Sigma||_2 <= r^2
+    (1 + u). An assumed constant, not a proven one: docs/privacy.md says so."""
+    return d * covariance_float_error(row_bound, n, d) + 64 * d * noise.UNIT_ROUNDOFF * row_bound**2 * 1.01
 
 
 def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Accountant, what: str, budget,
@@ -54,7 +65,7 @@ def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Acco
     exact integer noise), mirrored; the hardening (grid, rounding and float-error terms) in the ledger."""
     d = sigma.shape[0]
     rows, cols = np.triu_indices(d)
-    noisy, how = release(sigma[rows, cols], covariance_float_error(row_bound, n))
+    noisy, how = release(sigma[rows, cols], covariance_float_error(row_bound, n, d))
     accountant.spend(budget, f"{what} ({how})")
     out = np.empty((d, d))
     out[rows, cols] = noisy
@@ -63,17 +74,26 @@ def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Acco
 
 
 def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
-                   budget: ZCDP, accountant: Accountant, rng: np.random.Generator) -> Spectral:
-    """SeparateCov (Dong Algorithm 1) on the covariance of rows of norm <= row_bound."""
+                   budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
+                   numerics: str = "idealized") -> Spectral:
+    """SeparateCov (Dong Algorithm 1) on the covariance of rows of norm <= row_bound; numerics="hardened":
+    the eigenvalues and GaussCov on a grid with exact noise (``eigenvalue_float_error``)."""
     half = budget.scaled(0.5)
     if eigenvalues is None:
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
     # Step 2: eigenvalues by the Gaussian mechanism; their l2-sensitivity is sqrt(2) r^2 / n (Lemma 10).
-    accountant.spend(half, "SeparateCov: eigenvalues")
-    scale = gaussian_sigma(math.sqrt(2) * row_bound**2 / n, half)
-    noisy_values = eigenvalues + scale * rng.standard_normal(len(eigenvalues))
+    l2 = math.sqrt(2) * row_bound**2 / n
+    if numerics == "hardened":
+        noisy_values, how = noise.gaussian_release(
+            eigenvalues, l2_sensitivity=l2, rho=half.rho, bound=row_bound**2,
+            float_error=eigenvalue_float_error(row_bound, n, len(eigenvalues)), rng=rng)
+        accountant.spend(half, f"SeparateCov: eigenvalues ({how})")
+    else:
+        noise.check_numerics(numerics)
+        accountant.spend(half, "SeparateCov: eigenvalues")
+        noisy_values = eigenvalues + gaussian_sigma(l2, half) * rng.standard_normal(len(eigenvalues))
     # Steps 3-4: eigenvectors of GaussCov(X, rho/2), from eigh (not SVD, which flips signs).
-    _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng))
+    _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng, numerics))
     # Step 5: pair both in descending order; noisy_values keeps the order of the true eigenvalues.
     return Spectral(noisy_values, vectors[:, ::-1])
 
@@ -84,10 +104,11 @@ def gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
     return gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
 
 
-def separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+def separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                 numerics: str = "idealized") -> Spectral:
     """SeparateCov (Dong Algorithm 1): half the budget on eigenvalues, half on eigenvectors."""
     return separate_noisy(problem.sigma, problem.eigenvalues, problem.radius, problem.n,
-                          accountant.total, accountant, rng)
+                          accountant.total, accountant, rng, numerics)
 
 
 def clip_exponent(problem: CovProblem, tau: float) -> int:
@@ -102,19 +123,19 @@ def clip_exponent(problem: CovProblem, tau: float) -> int:
 
 
 def clip_gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
-                   tau: float) -> np.ndarray:
+                   tau: float, numerics: str = "idealized") -> np.ndarray:
     """ClipGaussCov (Dong §5.1): GaussCov on Clip(X, tau) / tau, scaled back by tau^2."""
     m = clip_exponent(problem, tau)
-    return gauss_noisy(problem.clipped_sigma(m), tau, problem.n, accountant.total, accountant, rng)
+    return gauss_noisy(problem.clipped_sigma(m), tau, problem.n, accountant.total, accountant, rng, numerics)
 
 
 def clip_separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
-                      tau: float) -> Spectral:
+                      tau: float, numerics: str = "idealized") -> Spectral:
     """ClipSeparateCov (Dong §5.1): SeparateCov on Clip(X, tau) / tau, scaled back by tau^2."""
     m = clip_exponent(problem, tau)
     eigenvalues = problem.eigenvalues if m == 0 else None
     return separate_noisy(problem.clipped_sigma(m), eigenvalues, tau, problem.n, accountant.total,
-                          accountant, rng)
+                          accountant, rng, numerics)
 
 
 def zero_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
@@ -134,11 +155,12 @@ def project_eigenvalues(values: np.ndarray, total: float) -> np.ndarray:
     return np.maximum(values - cumulative[k] / (k + 1), 0.0)
 
 
-def projection_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+def projection_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                   numerics: str = "idealized") -> Spectral:
     """The projection mechanism (Dong Appendix E): GaussCov, then the Frobenius-nearest covariance of
     some dataset in the r-ball, {PSD, tr <= r^2}: one eigendecomposition and the eigenvalue
     projection of Lemma 11 (post-processing, so rho-zCDP)."""
-    noisy = gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng)
+    noisy = gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
     values, vectors = np.linalg.eigh(noisy)
     return Spectral(project_eigenvalues(values, problem.radius**2), vectors)
 

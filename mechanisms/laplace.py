@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import hardened_upper
+from .gaussian import eigenvalue_float_error, hardened_upper
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
@@ -41,15 +41,25 @@ def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
 
 
 def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
-                       budget: PureDP, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+                       budget: PureDP, accountant: Accountant, rng: np.random.Generator,
+                       numerics: str = "idealized") -> Spectral:
     """SeparateCov under eps-DP: eigenvalues + Lap(2 r^2 / (n eps/2)) (l1-sensitivity 2 r^2 / n,
-    Lemma 13), eigenvectors of LapCov at eps/2, paired in descending order."""
+    Lemma 13), eigenvectors of LapCov at eps/2, paired in descending order. numerics="hardened": both
+    on a grid with exact discrete Laplace noise (gaussian.eigenvalue_float_error)."""
     half = budget.scaled(0.5)
     if eigenvalues is None:
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
-    accountant.spend(half, "SeparateCov (Laplace): eigenvalues")
-    noisy_values = eigenvalues + rng.laplace(scale=2 * row_bound**2 / (n * half.eps), size=len(eigenvalues))
-    _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng))
+    l1 = 2 * row_bound**2 / n
+    if numerics == "hardened":
+        noisy_values, how = noise.laplace_release(
+            eigenvalues, l1_sensitivity=l1, eps=half.eps, bound=row_bound**2,
+            float_error=eigenvalue_float_error(row_bound, n, len(eigenvalues)), rng=rng)
+        accountant.spend(half, f"SeparateCov (Laplace): eigenvalues ({how})")
+    else:
+        noise.check_numerics(numerics)
+        accountant.spend(half, "SeparateCov (Laplace): eigenvalues")
+        noisy_values = eigenvalues + rng.laplace(scale=2 * row_bound**2 / (n * half.eps), size=len(eigenvalues))
+    _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng, numerics))
     return Spectral(noisy_values, vectors[:, ::-1])
 
 
@@ -59,10 +69,11 @@ def lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generato
     return lap_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
 
 
-def separate_lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> Spectral:
+def separate_lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                     numerics: str = "idealized") -> Spectral:
     """SeparateCov with Laplace noise (Appendix I)."""
     return separate_lap_noisy(problem.sigma, problem.eigenvalues, problem.radius, problem.n,
-                              accountant.total, accountant, rng)
+                              accountant.total, accountant, rng, numerics)
 
 
 def amin_laplace_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:

@@ -8,7 +8,10 @@ the r-ball (post-processing: the true mean lies there), so rows minus it lie in 
 
 numerics="hardened" releases the mean on a 2^k grid with exact integer noise (mechanisms/noise.py): the
 discrete Gaussian under rho-zCDP, the discrete Laplace under eps-DP, the sensitivity inflated by the
-rounding and by the float error of the sum (``noise.sum_error_bound``). Not under (eps, delta).
+rounding and by the float error of the sum (``noise.sum_error_bound``). Under (eps, delta) it is the
+discrete Gaussian at the largest rho whose zCDP implies (eps, delta) (Bun & Steinke 2016, Prop. 1.3; the
+discrete Gaussian is rho-zCDP, Canonne et al. 2020, Thm 14): a proven calibration, somewhat wider than the
+analytic Gaussian's.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import math
 import numpy as np
 
 from . import noise
-from .privacy import ApproxDP, PureDP, ZCDP, Accountant
+from .privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from .thresholding import analytic_gaussian_sigma
 
 
@@ -37,18 +40,16 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
     l2 = 2 * radius / n
     noise.check_numerics(numerics)
     if numerics == "hardened":
-        # each coordinate of the sum: n terms within [-r, r] (clipping: a few roundings each), then / n
-        error = noise.sum_error_bound(n, radius) / n + noise.UNIT_ROUNDOFF * radius
-        if isinstance(budget, ZCDP):
-            noisy, how = noise.gaussian_release(mean, l2_sensitivity=l2, rho=budget.rho, bound=radius,
-                                                float_error=error, rng=rng)
-        elif isinstance(budget, PureDP):
+        # each coordinate of the sum: n terms within [-r, r] (clipping: the row's norm, d + 3 roundings), then / n
+        error = noise.sum_error_bound(n, radius, ops_per_term=d + 3) / n + noise.UNIT_ROUNDOFF * radius
+        if isinstance(budget, PureDP):
             noisy, how = noise.laplace_release(mean, l1_sensitivity=l2 * math.sqrt(d), eps=budget.eps,
                                                bound=radius, float_error=error, rng=rng)
         else:
-            raise ValueError(f"numerics='hardened' has no (eps, delta) calibration yet: budget {budget!r} needs "
-                             f"numerics='idealized', or a ZCDP or PureDP budget")
-        accountant.spend(budget, f"mean (centring; {how})")
+            rho = budget_guaranteeing(budget, ZCDP).rho  # ZCDP itself, or the rho implying (eps, delta)
+            noisy, how = noise.gaussian_release(mean, l2_sensitivity=l2, rho=rho, bound=radius,
+                                                float_error=error, rng=rng)
+        accountant.spend(budget, f"mean (centring) ({how})")
     else:
         accountant.spend(budget, "mean (centring)")
         noisy = _idealized_noisy_mean(mean, l2, d, budget, rng)

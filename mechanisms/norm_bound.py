@@ -49,26 +49,27 @@ def norm_histogram(norms: np.ndarray) -> np.ndarray:
 
 
 def private_norm_bound(norms: np.ndarray, budget, accountant: Accountant, rng: np.random.Generator, *,
-                       beta: float = 0.1) -> float:
+                       beta: float = 0.1, numerics: str = "idealized") -> float:
     """A radius that bounds all but about 2 * threshold(...) of ``norms`` (the rows' l2 norms), spending
     ``budget`` (as a pure-DP step of its eps) through ``accountant``."""
     norms = np.asarray(norms, dtype=float)
     if norms.ndim != 1 or len(norms) < 1:
         raise ValueError("norms must be a non-empty 1-D array of finite numbers >= 0")
-    return private_norm_bound_of(norm_histogram(norms), budget, accountant, rng, beta=beta)
+    return private_norm_bound_of(norm_histogram(norms), budget, accountant, rng, beta=beta, numerics=numerics)
 
 
 def private_norm_bound_of(histogram: np.ndarray, budget, accountant: Accountant, rng: np.random.Generator, *,
-                          beta: float = 0.1) -> float:
+                          beta: float = 0.1, numerics: str = "idealized") -> float:
     """private_norm_bound from the rows' ``norm_histogram`` (summed over blocks): the same queries, the
-    same answer."""
+    same answer. numerics="hardened": the walk's SVT on a grid with exact discrete Laplace noise (its
+    counts are exact integers)."""
     n, eps, limit = _walk_facts(histogram, budget, beta)
     if limit > n / 4:  # public facts only (n, eps): refusing leaks nothing
         raise ValueError(f"radius='private' needs n >= 4 x its threshold 6/eps log(2K/beta) + 1 = {limit:.0f} "
                          f"rows at eps = {eps:.3g} (its share of the budget); with n = {n} the bound would "
                          f"clip most rows or stop far above them. Give a public radius, or a larger radius_share "
                          f"or budget (eps >= {6 * math.log(2 * STEPS / beta) / (n / 4 - 1):.3g})")
-    return _walk(histogram, limit, eps, accountant, rng, "norm bound: SVT")
+    return _walk(histogram, limit, eps, accountant, rng, "norm bound: SVT", numerics)
 
 
 def quantile_possible(n: int, q: float, budget, beta: float = 0.1) -> bool:
@@ -78,7 +79,7 @@ def quantile_possible(n: int, q: float, budget, beta: float = 0.1) -> bool:
 
 
 def private_norm_quantile_of(histogram: np.ndarray, q: float, budget, accountant: Accountant,
-                             rng: np.random.Generator, *, beta: float = 0.1) -> float:
+                             rng: np.random.Generator, *, beta: float = 0.1, numerics: str = "idealized") -> float:
     """A grid radius with about a fraction ``q`` of the rows' norms at or below it, from their
     ``norm_histogram``: the same walk as the bound with the threshold (1 - q) n (n is public), so it stops
     at the first radius with more than about (1 - q) n rows above it and returns the radius before; within
@@ -90,7 +91,7 @@ def private_norm_quantile_of(histogram: np.ndarray, q: float, budget, accountant
     if not quantile_possible(n, q, budget, beta):  # public facts only
         raise ValueError(f"a private {q:g}-quantile of {n} norms at eps = {eps:.3g} needs its threshold "
                          f"{threshold(eps, beta):.0f} <= n min(q, 1 - q) / 2")
-    return _walk(histogram, (1 - q) * n, eps, accountant, rng, f"norm {q:g}-quantile: SVT")
+    return _walk(histogram, (1 - q) * n, eps, accountant, rng, f"norm {q:g}-quantile: SVT", numerics)
 
 
 def _walk_facts(histogram: np.ndarray, budget, beta: float) -> tuple[int, float, float]:
@@ -106,7 +107,7 @@ def _walk_facts(histogram: np.ndarray, budget, beta: float) -> tuple[int, float,
 
 
 def _walk(histogram: np.ndarray, limit: float, eps: float, accountant: Accountant, rng: np.random.Generator,
-          what: str) -> float:
+          what: str, numerics: str = "idealized") -> float:
     """The grid radius before the first noisy crossing of ``limit`` by the counts of rows above R_k (SVT)."""
     above = np.cumsum(np.asarray(histogram))[:-1]  # above[idx] = #{||x|| > R_(idx+1)}: the cells 0..idx
 
@@ -114,6 +115,7 @@ def _walk(histogram: np.ndarray, limit: float, eps: float, accountant: Accountan
         return above[idx]
 
     # an eps-DP step (eps-DP implies eps^2/2-zCDP, and (eps, 0)-DP): the accountant charges it as such
-    k = above_threshold(rows_above, STEPS, limit, eps, accountant, rng, what)
+    k = above_threshold(rows_above, STEPS, limit, eps, accountant, rng, what, numerics=numerics,
+                        bound=float(np.sum(histogram)))  # n: public, and no count exceeds it
     radii = grid()
     return float(radii[k - 2]) if k >= 2 else float(np.exp2(TOP_EXPONENT))  # the radius before the crossing

@@ -37,9 +37,11 @@ MAX_HALVINGS = 128  # dyadic radii r 2^-1 .. r 2^-128: from the outer 2^64 down 
 
 def private_pipeline(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, release, *,
                      mechanism: str = "gauss", standardize: str = "center", radius_share: float = 0.1,
-                     mean_share: float = 0.1, beta: float = 0.1, options: dict | None = None) -> np.ndarray:
+                     mean_share: float = 0.1, beta: float = 0.1, options: dict | None = None,
+                     numerics: str = "idealized") -> np.ndarray:
     """Steps 1-4 above; ``release``: mechanisms.registry.release (the registry lists this function, so it
-    hands its own release in: no import cycle)."""
+    hands its own release in: no import cycle). numerics="hardened": the SVT, the mean and the inner mechanism
+    (which must take the option ``numerics``) on a grid with exact integer noise (mechanisms/noise.py)."""
     if standardize not in STANDARDIZE:
         raise ValueError(f"standardize must be one of {STANDARDIZE}, got {standardize!r}")
     shares = radius_share + (mean_share if standardize != "none" else 0.0)
@@ -50,16 +52,19 @@ def private_pipeline(problem: CovProblem, accountant: Accountant, rng: np.random
         raise ValueError("the private pipeline needs the rows' band sums (a CovProblem built from rows)")
     total = accountant.total
     # 1. radius: PrivRadius, an eps-DP step charged radius_share of the budget
-    m = private_radius_exponent(problem, svt_eps(total.scaled(radius_share)), beta, MAX_HALVINGS, accountant, rng)
+    m = private_radius_exponent(problem, svt_eps(total.scaled(radius_share)), beta, MAX_HALVINGS, accountant, rng,
+                                numerics)
     clipped = problem.clipped_problem(m)
     tau = clipped.radius
     # 2. mean of the clipped rows
     centre = np.zeros(problem.d)
     if standardize != "none":
         centre = private_mean_of(problem.clipped_mean(m) * problem.n, problem.n, tau, total.scaled(mean_share),
-                                 accountant, rng)
+                                 accountant, rng, numerics)
     # 3. the second moment by the inner mechanism, at the rest of the budget
     rest = total.scaled(1 - shares)
+    if numerics == "hardened":
+        options = {**(options or {}), "numerics": "hardened"}  # an inner mechanism without it: an unknown option
     moment, inner = release(mechanism, clipped, rest, rng, options=options, clamp=standardize == "none")
     accountant.spend(rest, f"covariance: {mechanism}")
     accountant.ledger[-1:] = [(f"covariance: {what}", spent) for what, spent in inner.ledger]

@@ -369,8 +369,8 @@ def spy(monkeypatch):
     original_gauss = adaptive_module.gauss_noisy
     original_separate = adaptive_module.separate_noisy
 
-    def svt(queries, count, threshold, eps, accountant, rng, what="SVT"):
-        k = original_svt(queries, count, threshold, eps, accountant, rng, what)
+    def svt(queries, count, threshold, eps, accountant, rng, what="SVT", **hardening):
+        k = original_svt(queries, count, threshold, eps, accountant, rng, what, **hardening)
         rec["svt"].append({"queries": queries, "count": count, "threshold": threshold, "eps": eps,
                            "what": what, "k": k})
         return k
@@ -379,14 +379,14 @@ def spy(monkeypatch):
         rec["traces"].append(trace)
         return original_sep_noise(trace, *args, **kwargs)
 
-    def gauss(sigma, row_bound, n, budget, accountant, rng):
+    def gauss(sigma, row_bound, n, budget, accountant, rng, numerics="idealized"):
         rec["final"].append({"kind": "gauss", "sigma": sigma, "bound": row_bound, "budget": budget})
-        return original_gauss(sigma, row_bound, n, budget, accountant, rng)
+        return original_gauss(sigma, row_bound, n, budget, accountant, rng, numerics)
 
-    def separate(sigma, eigenvalues, row_bound, n, budget, accountant, rng):
+    def separate(sigma, eigenvalues, row_bound, n, budget, accountant, rng, numerics="idealized"):
         rec["final"].append({"kind": "separate", "sigma": sigma, "bound": row_bound,
                              "budget": budget, "eigenvalues": eigenvalues})
-        return original_separate(sigma, eigenvalues, row_bound, n, budget, accountant, rng)
+        return original_separate(sigma, eigenvalues, row_bound, n, budget, accountant, rng, numerics)
 
     monkeypatch.setattr(adaptive_module, "above_threshold", svt)
     monkeypatch.setattr(adaptive_module, "separate_noise", sep_noise)

@@ -3,12 +3,14 @@ acceptance test's exact fallback, the grid of every release, the sensitivity inf
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from dpcov.estimators import hardenable
 from dpcov.mechanisms import noise
 
 DRAWS = 10**6
@@ -203,28 +205,47 @@ def test_the_precision_attack_separates_idealized_neighbours_and_not_hardened_on
     assert attack_events(D, "hardened", 400) == 0 == attack_events(D2, "hardened", 400)
 
 
-def test_estimators_hardened_choices_errors_and_randomness():
+def test_estimators_are_hardened_by_default_in_every_step_and_notion():
+    """The default numerics is "hardened": every release of the fit (the private radius's and auto's sparse
+    vector steps, the mean, AdaptiveCov's trace, SVT and covariance) says so in the ledger, under zCDP, pure DP
+    and (eps, delta); unseeded it draws from ChaCha20, seeded it is reproducible and says it is for research."""
     X = np.random.default_rng(23).normal(size=(3000, 5)) / 8
-    fit = dpcov.PrivateCovariance(budget=ZCDP(0.5), radius=1.0, clip=True, centering="private",
-                                  numerics="hardened").fit(X)
-    assert fit.mechanism_ in ("gauss", "lap", "zero") and "cryptographic" in fit.numerics_
-    assert any("hardened: discrete Gaussian" in what for what, _ in fit.ledger_)
-    seeded = dpcov.PrivatePCA(2, budget=PureDP(1.0), radius=1.0, clip=True, centering="private",
-                              numerics="hardened", random_state=0).fit(X)
-    assert seeded.mechanism_ == "lap" and "for tests and research" in seeded.numerics_
-    again = dpcov.PrivatePCA(2, budget=PureDP(1.0), radius=1.0, clip=True, centering="private",
-                             numerics="hardened", random_state=0).fit(X)
+    fit = dpcov.PrivateCovariance(budget=ZCDP(0.5), radius=1.0, clip=True, centering="private").fit(X)
+    assert fit.get_params()["numerics"] == "hardened" and "cryptographic" in fit.numerics_
+    assert fit.mechanism_ == "adaptive" and all("(hardened: discrete" in what for what, _ in fit.ledger_), fit.ledger_
+    for budget, noise_name in [(ZCDP(0.5), "discrete Gaussian"), (PureDP(1.0), "discrete Laplace"),
+                               (dpcov.ApproxDP(1.0, 1e-6), "discrete Gaussian")]:
+        private = dpcov.PrivateCovariance(budget=budget, radius="private", centering="private", random_state=1).fit(X)
+        mean_line = next(what for what, _ in private.ledger_ if what.startswith("mean"))
+        assert noise_name in mean_line and all("(hardened: discrete" in what for what, _ in private.ledger_)
+        spent = private.budget_spent_  # (eps, delta): the sparse vector steps spend no delta
+        assert "for tests and research" in private.numerics_ and (spent == budget or (
+            spent.eps == pytest.approx(budget.eps) and spent.delta <= budget.delta))
+    seeded = dpcov.PrivatePCA(2, budget=PureDP(1.0), radius=1.0, clip=True, centering="private", random_state=0).fit(X)
+    assert hardenable(dpcov.get_mechanism(seeded.mechanism_)) and "for tests and research" in seeded.numerics_
+    again = dpcov.PrivatePCA(2, budget=PureDP(1.0), radius=1.0, clip=True, centering="private", random_state=0).fit(X)
     assert np.array_equal(seeded.components_, again.components_)  # seeded: the same bits
-    assert "idealized" in dpcov.PrivateCovariance(budget=ZCDP(0.5), radius=1.0, clip=True,
-                                                  centering="assume_centered").fit(X).numerics_
-    for kwargs, message in [({"mechanism": "adaptive"}, "no hardened numerics"),
-                            ({"budget": dpcov.ApproxDP(1.0, 1e-6)}, "no \\(eps, delta\\) calibration"),
-                            ({"radius": "private"}, "needs a public radius"),
-                            ({"numerics": "exact"}, "numerics must be")]:
-        settings = {"budget": ZCDP(0.5), "radius": 1.0, "clip": True, "centering": "private",
-                    "numerics": "hardened", **kwargs}
-        with pytest.raises(ValueError, match=message):
-            dpcov.PrivateCovariance(**settings).fit(X)
+    assert "idealized" in dpcov.PrivateCovariance(budget=ZCDP(0.5), radius=1.0, clip=True, centering="assume_centered",
+                                                  numerics="idealized").fit(X).numerics_
+    with pytest.raises(ValueError, match="numerics must be"):
+        dpcov.PrivateCovariance(budget=ZCDP(0.5), radius=1.0, centering="private", numerics="exact").fit(X)
+
+
+def test_a_named_mechanism_that_cannot_be_hardened_warns_and_the_ledger_says_idealized():
+    X = np.random.default_rng(24).normal(size=(2000, 4)) / 8
+    with pytest.warns(UserWarning, match="'kt' has no hardened numerics"):
+        pca = dpcov.PrivatePCA(1, mechanism="kt", budget=PureDP(2.0), radius=1.0, clip=True, centering="private",
+                               random_state=0).fit(X)
+    covariance = [what for what, _ in pca.ledger_ if what.startswith("covariance")]
+    assert covariance and all(what.endswith("(idealized numerics)") for what in covariance)
+    assert "(hardened: discrete Laplace" in pca.ledger_[0][0] and pca.numerics_.startswith("idealized numerics")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # auto never picks one
+        for budget in (PureDP(2.0), ZCDP(0.5), dpcov.ApproxDP(2.0, 1e-6)):
+            for estimator in (dpcov.PrivatePCA(1), dpcov.PrivateCovariance()):
+                fit = estimator.set_params(budget=budget, radius=1.0, clip=True, centering="private",
+                                           random_state=0).fit(X)
+                assert hardenable(dpcov.get_mechanism(fit.mechanism_)), (budget, fit.mechanism_)
 
 
 def test_the_suite_runs_hardened_lines_on_request(tmp_path):
@@ -232,9 +253,9 @@ def test_the_suite_runs_hardened_lines_on_request(tmp_path):
     the committed idealized lines'); the others stay idealized; a smoke run works; a bad value is refused."""
     from dpcov.experiments.config import ConfigError, compose_experiment
     from dpcov.experiments.runner import run_experiment
-    exp = compose_experiment(["experiment=synthetic_trace", "scale=smoke", "mechanisms=[gauss,separate,zero]",
+    exp = compose_experiment(["experiment=synthetic_trace", "scale=smoke", "mechanisms=[gauss,coinpress,zero]",
                               "numerics=hardened", f"output_dir={tmp_path}"])
-    assert exp.line("gauss").options == {"numerics": "hardened"} and exp.line("separate").options == {}
+    assert exp.line("gauss").options == {"numerics": "hardened"} and exp.line("coinpress").options == {}
     assert len(run_experiment(exp).results.read_text().splitlines()) == 1 + exp.total_runs()
     assert compose_experiment(["experiment=pure_trace", "scale=smoke"]).line("lap").options == {}
     with pytest.raises(ConfigError, match="numerics must be one of"):

@@ -63,7 +63,7 @@ def hardened_gauss(problem, accountant, rng):
     rows, cols = np.triu_indices(problem.d)
     released, how = noise.gaussian_release(
         problem.sigma[rows, cols], l2_sensitivity=math.sqrt(2) * r2 / n, rho=budget.rho, bound=r2,
-        float_error=covariance_float_error(problem.radius, n), rng=rng)
+        float_error=covariance_float_error(problem.radius, n, problem.d), rng=rng)
     accountant.spend(budget, f"noisy covariance ({how})")
     out = np.empty((problem.d, problem.d))
     out[rows, cols] = released
