@@ -14,7 +14,9 @@ from scipy import special
 from threadpoolctl import threadpool_limits
 
 from .defaults import SCENARIOS, budget_of, candidates
-from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_variance_ratio
+from dpcov.mechanisms.registry import get_mechanism
+
+from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_variance_ratio, hardenable
 
 
 def scenario_rows(n: int, d: int, decay: float, fill: float, seed: int, ridge: bool = False,
@@ -46,8 +48,12 @@ def score_fit(task: str, mechanism: str, budget, X: np.ndarray, y: np.ndarray | 
               seed: int = 0, radius=1.0) -> tuple[float, str, float]:
     """(the task's metric, the mechanism fitted, the fit's seconds) of one fit through the estimator, radius
     ``radius`` and centering="private": PCA's captured variance (higher is better), the covariance's
-    Frobenius error or ridge's training MSE on (X, y) (lower is better)."""
-    common = dict(mechanism=mechanism, budget=budget, radius=radius, centering="private", random_state=seed)
+    Frobenius error or ridge's training MSE on (X, y) (lower is better). Each mechanism runs with the numerics the
+    estimators give it: hardened where it can be (auto, and every additive mechanism), else idealized (named: no
+    warning here)."""
+    numerics = "hardened" if mechanism == "auto" or hardenable(get_mechanism(mechanism)) else "idealized"
+    common = dict(mechanism=mechanism, budget=budget, radius=radius, centering="private", random_state=seed,
+                  numerics=numerics)
     with threadpool_limits(limits=1):
         start = time.perf_counter()
         model = {"pca": lambda: PrivatePCA(k, **common).fit(X), "covariance": lambda: PrivateCovariance(**common).fit(X),

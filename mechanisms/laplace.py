@@ -76,13 +76,21 @@ def separate_lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random
                               accountant.total, accountant, rng, numerics)
 
 
-def amin_laplace_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+def amin_laplace_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+                     numerics: str = "idealized") -> np.ndarray:
     """Amin et al.'s L baseline: C + Lap(2d/eps) entries, symmetric (upper triangle mirrored), i.e.
     Sigma + 2 d r^2 / (eps n) SLW. The entries of xx^T sum to ||x||_1^2 <= d r^2 in absolute value,
     so C's upper triangle has l1-sensitivity <= 2 d r^2 (looser than Lemma 12's sqrt(2) d r^2: kept
-    as the paper calibrates it)."""
-    budget: PureDP = accountant.spend(accountant.total, "L: noisy covariance")
+    as the paper calibrates it). numerics="hardened": on a grid with exact discrete Laplace noise."""
     d = problem.d
+    if numerics == "hardened":
+        l1, total = 2 * d * problem.radius**2 / problem.n, accountant.total
+        return hardened_upper(problem.sigma, problem.radius, problem.n, accountant, "L: noisy covariance", total,
+                              lambda upper, error: noise.laplace_release(
+                                  upper, l1_sensitivity=l1, eps=total.eps, bound=problem.radius**2,
+                                  float_error=error, rng=rng))
+    noise.check_numerics(numerics)
+    budget: PureDP = accountant.spend(accountant.total, "L: noisy covariance")
     return problem.sigma + 2 * d * problem.radius**2 / (budget.eps * problem.n) * symmetric_laplace(d, rng)
 
 

@@ -68,7 +68,8 @@ class Mechanism:
     # norms (a private clipping radius), which the centred rows' smaller norms serve better
     centre_rows: bool = False
     # float noise on a float statistic: private on paper, not as executed (its low bits; docs/privacy.md). The
-    # audit then rounds the low bits away and says so; with option numerics="hardened" (gauss, lap) it checks them
+    # audit then rounds the low bits away and says so; with option numerics="hardened" (every additive built-in:
+    # gauss, lap, separate, adaptive, ...) it checks them
     idealized: bool = True
 
     def option_names(self) -> list[str]:

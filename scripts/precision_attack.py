@@ -6,7 +6,10 @@ released outside the ball is rescaled onto it, which scrambles its low bits on b
 each; a Clopper-Pearson
 lower bound on eps at 95 % compares the two frequencies (both ways), against the claim eps = 1.
 
-    python scripts/precision_attack.py [--fits 20000] [--numerics idealized hardened]
+"default" runs the estimator as a new user gets it (no numerics= given: hardened since issue 48);
+``--mechanism auto`` the default mechanism too (the covariance then spends the other half).
+
+    python scripts/precision_attack.py [--fits 20000] [--numerics default idealized hardened] [--mechanism zero]
 """
 from __future__ import annotations
 
@@ -42,11 +45,12 @@ def eps_lower_bound(k1: int, k2: int, n: int, alpha: float = 0.05) -> float:
     return max(0.0, math.log(low / high))
 
 
-def count(rows: np.ndarray, fits: int, numerics: str, seed: int) -> int:
+def count(rows: np.ndarray, fits: int, numerics: str, seed: int, mechanism: str = "zero") -> int:
     hits = 0
+    chosen = {} if numerics == "default" else {"numerics": numerics}
     for i in range(fits):
-        model = dpcov.PrivateCovariance(mechanism="zero", budget=dpcov.PureDP(1.0), radius=1.0, centering="private",
-                                        mean_share=0.5, numerics=numerics, random_state=seed * 10**7 + i)
+        model = dpcov.PrivateCovariance(mechanism=mechanism, budget=dpcov.PureDP(1.0), radius=1.0, centering="private",
+                                        mean_share=0.5, random_state=seed * 10**7 + i, **chosen)
         hits += event(model.fit(rows).location_)
     return hits
 
@@ -54,16 +58,18 @@ def count(rows: np.ndarray, fits: int, numerics: str, seed: int) -> int:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fits", type=int, default=20000, help="fits per neighbouring dataset")
-    parser.add_argument("--numerics", nargs="+", default=["idealized", "hardened"])
+    parser.add_argument("--numerics", nargs="+", default=["default", "idealized", "hardened"])
+    parser.add_argument("--mechanism", default="zero", help='"zero" (the issue\'s attack) or any other, e.g. "auto"')
     args = parser.parse_args(argv)
     D = np.zeros((3, 2))
     D2 = D.copy()
     D2[0] = (1.0, 0.0)
+    print(f"mechanism={args.mechanism}")
     print(f"{'numerics':10s} {'fits':>6s} {'events on D':>12s} {'on D-prime':>11s} {'eps >= (95%)':>13s} "
           f"{'claim':>6s} {'seconds':>8s}")
     for numerics in args.numerics:
         start = time.perf_counter()
-        k1, k2 = count(D, args.fits, numerics, 1), count(D2, args.fits, numerics, 2)
+        k1, k2 = count(D, args.fits, numerics, 1, args.mechanism), count(D2, args.fits, numerics, 2, args.mechanism)
         bound = max(eps_lower_bound(k1, k2, args.fits), eps_lower_bound(k2, k1, args.fits))
         print(f"{numerics:10s} {args.fits:6d} {k1:12d} {k2:11d} {bound:13.2f} {1.0:6.1f} "
               f"{time.perf_counter() - start:8.1f}", flush=True)

@@ -111,27 +111,33 @@ def svt_reference(values, threshold, eps, rng):
     return len(values) + 1
 
 
-def test_svt_single_query_crossing_probability():
+HARDENED = {"numerics": "hardened", "bound": 100.0}  # the queries' public bound
+
+
+@pytest.mark.parametrize("hardening", [{}, HARDENED], ids=["idealized", "hardened"])
+def test_svt_single_query_crossing_probability(hardening):
     """P(f + Lap(4/eps) >= T + Lap(2/eps)) for f = T - c: the difference of two Laplaces with scales
-    a = 4/eps, b = 2/eps has tail (a^2 e^{-c/a} - b^2 e^{-c/b}) / (2 (a^2 - b^2))."""
+    a = 4/eps, b = 2/eps has tail (a^2 e^{-c/a} - b^2 e^{-c/b}) / (2 (a^2 - b^2)). Hardened (discrete Laplace
+    on a grid 2^-40 of the scale, one step more sensitivity): the same to far below the sampling error."""
     eps, c, trials = 1.0, 4.0, 4000
     a, b = 4 / eps, 2 / eps
     p = (a * a * math.exp(-c / a) - b * b * math.exp(-c / b)) / (2 * (a * a - b * b))
     acc = Accountant(PureDP(eps * trials))
     rng = np.random.default_rng(123)
-    hits = sum(above_threshold(lambda idx: np.full(len(idx), -c), 1, 0.0, eps, acc, rng) == 1
+    hits = sum(above_threshold(lambda idx: np.full(len(idx), -c), 1, 0.0, eps, acc, rng, **hardening) == 1
                for _ in range(trials))
     se = math.sqrt(p * (1 - p) / trials)
     assert abs(hits / trials - p) < 4 * se, (hits / trials, p)
 
 
-def test_svt_distribution_matches_algorithm_3():
-    """Chunked SVT and the verbatim loop agree in distribution (chi-square on the output index)."""
+@pytest.mark.parametrize("hardening", [{}, HARDENED], ids=["idealized", "hardened"])
+def test_svt_distribution_matches_algorithm_3(hardening):
+    """Chunked SVT and the verbatim loop agree in distribution (chi-square on the output index); hardened too."""
     eps, threshold, trials = 0.5, 5.0, 3000
     values = 0.5 * np.arange(1, 21)
     rng_a, rng_b = np.random.default_rng(7), np.random.default_rng(8)
     acc = Accountant(PureDP(eps * trials))
-    ours = [above_threshold(table(values), len(values), threshold, eps, acc, rng_a)
+    ours = [above_threshold(table(values), len(values), threshold, eps, acc, rng_a, **hardening)
             for _ in range(trials)]
     ref = [svt_reference(values, threshold, eps, rng_b) for _ in range(trials)]
     # bins: 1, 2, ..., 12, then everything later pooled

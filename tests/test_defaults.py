@@ -342,7 +342,8 @@ def test_auto_releases_the_typical_norm_only_where_it_matters_and_can(monkeypatc
     dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", mean_share=0.99).fit(X[:300])
 
 
-def test_norm_quantile_is_eps_dp_on_a_neighbouring_pair():
+@pytest.mark.parametrize("numerics", ["idealized", "hardened"])
+def test_norm_quantile_is_eps_dp_on_a_neighbouring_pair(numerics):
     """One row moved from the top to the bottom (norm 1 -> 0.5: every count between changes by 1): each
     outcome's frequency on D within e^eps of D' (sampling error allowed); and the same check catches the walk
     run with a sixth of its noise (6 eps; observed: a worst log ratio of about 0.3 x the walk's eps here), so it
@@ -355,7 +356,7 @@ def test_norm_quantile_is_eps_dp_on_a_neighbouring_pair():
     def frequencies(values, seed, walk_eps):
         histogram, rng = norm_histogram(values), np.random.default_rng(seed)
         return pd.Series([private_norm_quantile_of(histogram, 0.5, dpcov.PureDP(walk_eps),
-                                                   Accountant(dpcov.PureDP(walk_eps)), rng)
+                                                   Accountant(dpcov.PureDP(walk_eps)), rng, numerics=numerics)
                           for _ in range(runs)]).value_counts()
 
     def worst_log_ratio(walk_eps):

@@ -260,3 +260,74 @@ def test_the_suite_runs_hardened_lines_on_request(tmp_path):
     assert compose_experiment(["experiment=pure_trace", "scale=smoke"]).line("lap").options == {}
     with pytest.raises(ConfigError, match="numerics must be one of"):
         compose_experiment(["experiment=pure_trace", "numerics=exact"])
+
+
+# --- the hardened sparse vector technique and AdaptiveCov --------------------------------------------
+
+from dpcov.mechanisms import adaptive  # noqa: E402
+from dpcov.mechanisms.gaussian import covariance_float_error  # noqa: E402
+from dpcov.mechanisms.privacy import Accountant  # noqa: E402
+
+
+def test_hardened_svt_needs_a_public_bound_clips_to_it_and_says_so():
+    queries = lambda idx: np.where(idx == 3, 1e12, 0.0)  # noqa: E731  query 4 far beyond the bound: clipped to it
+    with pytest.raises(ValueError, match="public bound"):
+        adaptive.above_threshold(queries, 10, 5.0, 50.0, Accountant(PureDP(50.0)), np.random.default_rng(0),
+                                 numerics="hardened")
+    accountant = Accountant(PureDP(50.0))
+    k = adaptive.above_threshold(queries, 10, 5.0, 50.0, accountant, np.random.default_rng(0), "walk",
+                                 numerics="hardened", bound=100.0)
+    (what, spent), = accountant.ledger
+    assert k == 4 and spent == PureDP(50.0) and what.startswith("walk (hardened: discrete Laplace on the grid 2^")
+
+
+def _grid_of(what: str) -> float:
+    return 2.0 ** int(what.split("grid 2^")[1].split(",")[0])
+
+
+@pytest.mark.parametrize("budget, scale, factor, route", [
+    (ZCDP(0.5), 1.0, 1.0, "matrix"), (ZCDP(0.05), 1.0, 1 / 14, "spectral"),
+    (PureDP(2.0), 1.0, 1.0, "matrix"), (PureDP(0.5), 0.3, 1 / 14, "spectral")])
+def test_hardened_adaptive_releases_every_step_on_its_grid(budget, scale, factor, route):
+    """AdaptiveCov hardened, both of its final branches, both notions: every ledger line hardened, and the
+    released matrix (GaussCov / LapCov) or eigenvalues (SeparateCov) exact multiples of their grid."""
+    X = np.random.default_rng(30).normal(size=(2000, 12)) * np.geomspace(1, 0.01, 12)
+    X *= scale / np.linalg.norm(X, axis=1).max()
+    problem = CovProblem.from_rows(X, radius=1.0)
+    name = "adaptive" if isinstance(budget, ZCDP) else "adaptive_lap"
+    out, accountant = release(name, problem, budget, np.random.default_rng(31), clamp=False, spectral=route == "spectral",
+                              options={"numerics": "hardened", "separate_noise_factor": factor})
+    whats = [what for what, _ in accountant.ledger]
+    assert len(whats) >= 4 and all("(hardened: discrete" in what for what in whats), whats
+    assert ("eigenvalues" in whats[-2]) == (route == "spectral"), whats  # the branch this case is for
+    assert "AdaptiveCov: SVT" in whats[-2 if route == "matrix" else -3] and accountant.fully_spent()
+    released = whats[-1] if route == "matrix" else whats[-2]  # SeparateCov: eigenvalues, then GaussCov/LapCov
+    grid = _grid_of(released)
+    values = np.asarray(out if route == "matrix" else out.values)
+    assert np.array_equal(values / grid, np.rint(values / grid))
+
+
+def test_the_float_error_bounds_cover_the_computed_statistics():
+    """Sigma of the clipped rows as the suite computes it (band sums, tau^2 x x^T / ||x||^2 for the clipped ones)
+    against the exact rational value from the same float rows: within covariance_float_error; AdaptiveCov's Diff
+    query within diff_float_error of its exact value."""
+    from fractions import Fraction as F
+    rng = np.random.default_rng(32)
+    X = rng.normal(size=(60, 5))
+    X *= rng.uniform(0.05, 1.0, size=(60, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
+    problem = CovProblem.from_rows(X, radius=1.0)
+    n, d, m = 60, 5, 2
+    tau2 = F(problem.tau(m)) ** 2
+    exact = [[F(0)] * d for _ in range(d)]
+    for x in X.tolist():
+        row = [F(v) for v in x]
+        norm2 = sum(v * v for v in row)
+        scale = min(F(1), tau2 / norm2)  # Clip(x, tau) x^T = min(1, tau^2 / ||x||^2) x x^T
+        for i in range(d):
+            for j in range(d):
+                exact[i][j] += scale * row[i] * row[j] / n
+    computed = problem.clipped_sigma(m)
+    worst = max(abs(F(float(computed[i, j])) - exact[i][j]) for i in range(d) for j in range(d))
+    bound = covariance_float_error(problem.tau(0), n, d)
+    assert 0 < bound and worst <= bound, (float(worst), bound)
+    assert adaptive.diff_float_error(40, n, 100.0 * n) > 0
