@@ -16,6 +16,9 @@ from .spectral import Spectral
 # Float64 cannot tell 2^-1000 from 0 in a squared norm, so the paper's 2^-dn and 2^-2dn floors are
 # capped here; below this every clipped covariance and bias term is 0 to machine precision anyway.
 MAX_HALVINGS = 1000
+# hardened: below this r~^2 the grid of the noise (2^-40 of r~^2 / (n eps)) would leave the normal floats; the
+# rows are then all within 2^-450 of zero and the zero matrix is released (post-processing of PrivRadius's r~)
+HARDENED_FLOOR = 2.0**-900
 
 
 # --- Concentration bounds (Dong Lemmas 6 and 7) ---------------------------------------------------
@@ -191,8 +194,8 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     else:
         m0 = 0
     r_tilde = problem.tau(m0)
-    if r_tilde**2 == 0.0:  # every row is (numerically) zero: nothing left to estimate
-        return np.zeros((d, d))
+    if r_tilde**2 == 0.0 or (numerics == "hardened" and r_tilde**2 < HARDENED_FLOOR):
+        return np.zeros((d, d))  # every row is (numerically) zero: nothing left to estimate
     # Steps 2-4: X~ = Clip(X, r~); a private upper bound on tr(X~) (sensitivity r~^2 / n).
     clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
     if numerics == "hardened":

@@ -37,6 +37,7 @@ from numba import njit
 GRID_BITS = 40  # the grid step is the power of two at about 2^-40 of the noise scale
 MANTISSA_BITS = 52  # |N| < 2^52: g * N is exact in float64, with room for the noise
 UNIT_ROUNDOFF = 2.0**-53
+MIN_GRID_EXPONENT = -1000  # g * N stays a normal float (2^-1022 and up) for the |N| a release reaches
 NUMERICS = ("idealized", "hardened")  # float noise (private on paper) | this module's (private as executed)
 
 
@@ -95,6 +96,9 @@ def grid_step(scale: float, bound: float) -> float:
     if not (bound > 0 and math.isfinite(bound)):
         raise ValueError(f"the statistic's public bound must be positive and finite, got {bound!r}")
     k = max(math.frexp(scale)[1] - GRID_BITS, math.frexp(bound)[1] - (MANTISSA_BITS - 1))
+    if k < MIN_GRID_EXPONENT:
+        raise ValueError(f"noise scale {scale:g} is too small for a float grid (2^{k} < 2^{MIN_GRID_EXPONENT}): "
+                         f"its releases would be subnormal")
     return math.ldexp(1.0, k)
 
 

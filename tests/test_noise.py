@@ -331,3 +331,18 @@ def test_the_float_error_bounds_cover_the_computed_statistics():
     bound = covariance_float_error(problem.tau(0), n, d)
     assert 0 < bound and worst <= bound, (float(worst), bound)
     assert adaptive.diff_float_error(40, n, 100.0 * n) > 0
+
+
+@pytest.mark.parametrize("name, budget", [("adaptive", ZCDP(0.5)), ("adaptive_lap", PureDP(1.0))])
+def test_hardened_adaptive_on_rows_near_zero_releases_without_a_subnormal_grid(name, budget):
+    """Found by the audit: PrivRadius on rows of norm ~1e-200 returns r~ with r~^2 near the float floor, where the
+    trace's grid (2^-40 of r~^2 / (n eps)) underflowed to 0. Hardened, such r~ releases the zero matrix; a grid
+    below the normal floats is a clear error in noise.grid_step."""
+    for scale in (1e-200, 1e-150, 0.0):
+        X = np.random.default_rng(40).normal(size=(3, 2)) * scale
+        for seed in range(10):
+            out, _ = release(name, CovProblem.from_rows(X), budget, np.random.default_rng(seed),
+                             options={"numerics": "hardened"}, clamp=False)
+            assert np.all(np.isfinite(out))
+    with pytest.raises(ValueError, match="too small for a float grid"):
+        noise.grid_step(1e-300, 1e-300)

@@ -37,12 +37,14 @@ from scipy.special import i0e, i1e
 
 import dpcov
 from dpcov.defaults import candidates
+from dpcov.estimators import hardenable
 from dpcov.measure import score_fit
 from dpcov.data.files import DataFile, locate
 from dpcov.data.mnist import mnist
 from dpcov.data.uci import TARGETS, uci
 from dpcov.figures.style import style_for
 from dpcov.mechanisms.bingham import sample_bingham_eigen
+from dpcov.mechanisms.registry import MECHANISMS
 from . import project_root
 
 ROOT = project_root()
@@ -57,6 +59,15 @@ WINE_QUALITY = tuple(DataFile("wine_quality", f"winequality-{colour}.csv", None,
                      for colour in ("red", "white"))
 DEFAULT = "dpcov default"  # every parameter but the budget, radius=1.0 and centering="private" left alone
 BEST = "dpcov best"  # per cell, the registered mechanism with the best mean through the same estimator
+# private as executed (docs/privacy.md; the precision attack on each library's float release:
+# results/head_to_head/precision_attack.txt), per column of the tables
+AS_EXECUTED = {
+    DEFAULT: "yes: hardened numerics (its mean: no event in 20000 fits per neighbour)",
+    BEST: "where its mechanism is hardened; † marks idealized numerics (an eigenvector sampler)",
+    "diffprivlib PCA": "no: float noise (its tools.mean: ε ≥ 6.12 against 1)",
+    "diffprivlib LinearRegression": "no: float noise (its tools.mean: ε ≥ 6.12 against 1)",
+    "OpenDP PCA": "not claimed: runs only with OpenDP's idealized-numerics and floating-point features",
+}
 PEERS_PCA = {"diffprivlib PCA": "diffprivlib_pca", "OpenDP PCA": "opendp_pca"}
 PEERS_REGRESSION = {"diffprivlib LinearRegression": "diffprivlib_lr"}
 KAPPAS = (1.0, 10.0, 100.0)
@@ -285,8 +296,13 @@ def cell(part: pd.DataFrame, column: str) -> str:
         return f"{status} (> {part.seconds.max():.0f} s)" if status == "timeout" else status
     mean, sem = ok[column].mean(), ok[column].std(ddof=1) / math.sqrt(len(ok)) if len(ok) > 1 else 0.0
     extra = f", {len(part) - len(ok)} timeout" if len(ok) < len(part) else ""
-    name = f" ({ok.detail.iloc[0]})" if part.method.iloc[0] in (DEFAULT, BEST) and "detail" in ok else ""
+    name = f" ({_marked(ok.detail.iloc[0])})" if part.method.iloc[0] in (DEFAULT, BEST) and "detail" in ok else ""
     return f"{mean:.3f} ± {sem:.3f}{name}{extra}"
+
+
+def _marked(mechanism: str) -> str:
+    """A mechanism's name, with † where it has no hardened numerics (idealized: private on paper only)."""
+    return mechanism if mechanism not in MECHANISMS or hardenable(MECHANISMS[mechanism]) else f"{mechanism} †"
 
 
 def table(frames: dict, samplers: pd.DataFrame) -> str:
@@ -302,7 +318,8 @@ def table(frames: dict, samplers: pd.DataFrame) -> str:
         frame = collapse(frames[kind], column, higher)
         lines += [f"## {title} ({what})", ""]
         methods = list(dict.fromkeys(frame.method))
-        lines += ["| data (n, d) | ε | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+        lines += ["| data (n, d) | ε | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods),
+                  "| private as executed | | " + " | ".join(AS_EXECUTED.get(m, "") for m in methods) + " |"]
         for (name, eps), part in frame.groupby(["dataset", "eps"], sort=False):
             first = part.iloc[0]
             size = f"{name} ({first.n}, {first.d}{', k = ' + str(int(first.k)) if 'k' in part and pd.notna(first.get('k')) else ''})"
