@@ -7,7 +7,8 @@ attributes end in ``_``; ``get_params``/``set_params``/``clone`` work; ``random_
 Use a fixed seed for tests and reproducible examples only: two releases with the same seed share their
 noise, so their difference is the difference of the data (for GaussCov, Sigma(D) - Sigma(D') exactly),
 and the budgets of such releases do not compose. For real releases keep ``random_state=None`` (fresh
-noise from the operating system on every fit).
+noise on every fit from ChaCha20 keyed by the operating system's entropy, with the default hardened numerics:
+``numerics`` below).
 
 Privacy, said explicitly by the caller:
 - ``radius``: a public bound on every row's l2 norm (for PrivateRidge: of the row [x, y]). It is never
