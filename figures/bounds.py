@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plot import format_log_axis, plt, save
+from .plot import format_log_axis, pyplot, save
 from .style import style_for
 
 STEM = "dong2022/fig1/figure"  # under results/
@@ -35,7 +35,7 @@ def plot_bounds(stem: Path, n: int = N) -> tuple[Path, Path]:
     curves = worst_case_bounds(d, n)
     looks = {"GaussCov": style_for("GaussCov"), "EMCov": style_for("EMCov"),
              "SeparateCov": style_for("SeparateCov")}
-    fig, ax = plt.subplots(figsize=(6.4, 5.0))
+    fig, ax = pyplot().subplots(figsize=(6.4, 5.0))
     for name, values in curves.items():
         mechanism = name.split()[0]
         if mechanism in looks:

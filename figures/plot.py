@@ -8,24 +8,34 @@ lies on top of another, and marked points where trials fell back.
 figures: figures/composite.py)."""
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
+from dpcov.experiments.theory import predicted_error, prediction_of, read_spectra, row_params
 
-from dpcov.experiments.theory import predicted_error, prediction_of, read_spectra, row_params  # noqa: E402
+from .style import figure_styles, paper_name
 
-from .style import figure_styles, paper_name  # noqa: E402
+
+
+@functools.cache
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (files, no window), imported when the first figure is drawn:
+    what draws nothing (``dpcov run --help``, a config error, ``dpcov reproduce --status``, a loky
+    worker) starts without matplotlib's import (about half a second)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 PRETTY = {"rho": "ρ", "eps": "ε", "delta": "δ", "kappa": "κ", "name": "data"}
 METRIC_LABELS = {"fro": r"Frobenius error $\|\tilde\Sigma - \Sigma\|_F$",
@@ -79,6 +89,8 @@ def format_log_axis(axis, values, parameter: str) -> None:
     """Ticks as the papers print them: the grid's powers of two (2⁰ … 2⁵) when the grid is powers of
     two, powers of two for a dimension-like parameter (d, p: 2⁴ … 2⁹), decades otherwise (10⁻⁴ …);
     the grid values themselves when the range is too short for two such ticks."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
     values = sorted(v for v in values if v > 0)
     if not values:
         return
@@ -101,6 +113,8 @@ def format_log_axis(axis, values, parameter: str) -> None:
 
 def format_log_y(axis, low: float, high: float) -> None:
     """Decades, with 2 and 5 in between only when the range is under two decades."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+
     inside = math.floor(math.log10(high)) - math.ceil(math.log10(low)) + 1 if low > 0 else 10
     axis.set_major_locator(LogLocator(10, subs=(1.0,) if inside >= 2 else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(_y_label))
@@ -193,16 +207,18 @@ def save(fig, stem: Path) -> tuple[Path, Path]:
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
     fig.savefig(png, dpi=130)
     fig.savefig(pdf, metadata={"CreationDate": None, "ModDate": None})
-    plt.close(fig)
+    pyplot().close(fig)
     return png, pdf
 
 
 def build_figure(panels: list[Panel], columns: int | None = None, title: str = "", theory: bool = True,
                  letters: bool = True):
     """The matplotlib figure of ``panels`` (not saved; the caller closes it)."""
+    from matplotlib.lines import Line2D
+
     columns = min(columns or len(panels), len(panels))
     rows = -(-len(panels) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(max(4.0 * columns, 6.0), 3.5 * rows + 0.3), squeeze=False)
+    fig, axes = pyplot().subplots(rows, columns, figsize=(max(4.0 * columns, 6.0), 3.5 * rows + 0.3), squeeze=False)
     for ax in axes.flat[len(panels):]:  # a last row that is not full
         ax.set_visible(False)
     styles = line_styles(panels)
