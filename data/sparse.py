@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, stats
 
 from .registry_types import Data
 
@@ -60,6 +59,8 @@ def sparse_gaussian(n: int, p: int, sr: float, row_bound: float, rng: np.random.
     info = {"radius": radius, "statistic": statistic,
             "row_clip_bound": norm_tail_bound(np.linalg.eigvalsh(U), radius**2)}
     if statistic == "wishart":
+        from scipy import stats  # here, not at import: scipy.stats takes ~0.5 s to import
+
         sigma = stats.wishart(df=n, scale=U).rvs(random_state=rng) / n
         return Data(None, radius=radius, truth=U, info=info, sigma=sigma, n=n)
     X = rng.standard_normal((n, p)) @ np.linalg.cholesky(U).T
@@ -81,6 +82,8 @@ def norm_tail_bound(eigenvalues: np.ndarray, t: float) -> float:
 
     def log_bound(s):
         return -s * t - 0.5 * np.log1p(-2 * s * lam).sum()
+
+    from scipy import optimize  # here, not at import (as scipy.stats above)
 
     best = optimize.minimize_scalar(log_bound, bounds=(0.0, top * (1 - 1e-12)), method="bounded")
     return float(min(1.0, math.exp(best.fun)))
