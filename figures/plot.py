@@ -130,9 +130,11 @@ def _y_label(v: float, _=None) -> str:
     return f"{v:g}" if -3 <= exponent <= 3 else f"{mantissa}·{_power_label(10, exponent)}"
 
 
-def overlapping_tick_labels(fig) -> list[tuple[str, str]]:
-    """Pairs of visible tick labels whose boxes overlap, on any axis of ``fig`` (after drawing)."""
-    fig.canvas.draw()
+def overlapping_tick_labels(fig, draw: bool = True) -> list[tuple[str, str]]:
+    """Pairs of visible tick labels whose boxes overlap, on any axis of ``fig`` (after drawing it;
+    ``draw=False``: the caller drew it and has not changed it since)."""
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     clashes = []
     for ax in fig.axes:
@@ -354,9 +356,11 @@ def place_legend(fig, legend: dict, most_columns: int) -> None:
     fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1))
 
 
-def caption_clashes(fig) -> list[str]:
-    """Panels' x labels (with their captions) that overlap another's or leave the figure (after drawing)."""
-    fig.canvas.draw()
+def caption_clashes(fig, draw: bool = True) -> list[str]:
+    """Panels' x labels (with their captions) that overlap another's or leave the figure (after drawing;
+    ``draw`` as in ``overlapping_tick_labels``)."""
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     boxes = [(ax.get_xlabel().replace("\n", " "), ax.xaxis.label.get_window_extent(renderer))
              for ax in fig.axes if ax.get_visible() and ax.get_xlabel()]
@@ -365,9 +369,11 @@ def caption_clashes(fig) -> list[str]:
     return clashes
 
 
-def legend_clashes(fig) -> list[str]:
-    """Axes whose labels, ticks or panel overlap the figure's legend (after drawing)."""
-    fig.canvas.draw()
+def legend_clashes(fig, draw: bool = True) -> list[str]:
+    """Axes whose labels, ticks or panel overlap the figure's legend (after drawing; ``draw`` as in
+    ``overlapping_tick_labels``)."""
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     clashes = []
     for box in fig.legends:
