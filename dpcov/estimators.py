@@ -165,12 +165,6 @@ class _PrivateFit:
         else:
             mechanism = get_mechanism(self.mechanism)
             self.advice_ = None
-            if self.numerics == "hardened" and not hardenable(mechanism):
-                names = sorted(m for m in MECHANISMS if hardenable(get_mechanism(m)) and not get_mechanism(m).needs)
-                warnings.warn(f"mechanism {mechanism.name!r} has no hardened numerics (its noise is not additive noise "
-                              f"on a grid: {mechanism.label} draws from a continuous distribution in floats): its "
-                              f"release runs with idealized numerics, private on paper, and the ledger says so. "
-                              f"Hardened: {names}", UserWarning, stacklevel=4)
         if mechanism.needs:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
                              f"estimator's mechanism")
@@ -185,6 +179,12 @@ class _PrivateFit:
         except ValueError as err:
             raise ValueError(f"mechanism {mechanism.name!r} ({mechanism.notion.__name__}) cannot meet budget "
                              f"{self.budget}: {err}; mechanism='auto' chooses one that can") from None
+        if self.numerics == "hardened" and not hardenable(mechanism):  # named explicitly (auto picks none)
+            names = sorted(m for m in MECHANISMS if hardenable(get_mechanism(m)) and not get_mechanism(m).needs)
+            warnings.warn(f"mechanism {mechanism.name!r} has no hardened numerics (its noise is not additive noise "
+                          f"on a grid: {mechanism.label} draws from a continuous distribution in floats): its "
+                          f"release runs with idealized numerics, private on paper, and the ledger says so. "
+                          f"Hardened: {names}", UserWarning, stacklevel=4)
         return mechanism
 
     def _rows(self, X):

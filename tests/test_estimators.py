@@ -84,6 +84,7 @@ def test_covariance_agrees_with_empirical_covariance_at_a_huge_budget(data, cent
     assert np.allclose(cov.location_, exact.location_, atol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:mechanism .* has no hardened numerics")  # an eigenvector sampler, named
 @pytest.mark.parametrize("mechanism, budget", [("itu", dpcov.PureDP(1e8)), ("ad", dpcov.PureDP(1e8)),
                                                ("kt", dpcov.PureDP(1e8)), ("emcov", dpcov.ZCDP(1e12)),
                                                ("gauss", dpcov.ZCDP(1e12))])
@@ -113,6 +114,7 @@ def test_ridge_agrees_with_ridge_at_a_huge_budget(data, centering, intercept):
     assert ridge.score(Xs, ys) == pytest.approx(exact.score(Xs, ys), abs=1e-4)
 
 
+@pytest.mark.filterwarnings("ignore:mechanism .* has no hardened numerics")  # an eigenvector sampler, named
 def test_the_budget_is_spent_as_declared(data):
     X, y = data
     cov = dpcov.PrivateCovariance(mechanism="separate", budget=dpcov.ZCDP(0.4), mean_share=0.25, **DECLARED).fit(X)
@@ -173,6 +175,7 @@ def test_nothing_is_taken_from_the_data_silently(data):
         dpcov.PrivateCovariance(**DECLARED).fit(np.full((3, 2), np.nan))
 
 
+@pytest.mark.filterwarnings("ignore:mechanism .* has no hardened numerics")  # an eigenvector sampler, named
 def test_clone_params_and_reproducibility(data):
     X, _ = data
     est = dpcov.PrivatePCA(2, mechanism="itu", budget=dpcov.PureDP(1.0), **DECLARED)
