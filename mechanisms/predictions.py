@@ -23,8 +23,7 @@ from functools import lru_cache
 from typing import Callable
 
 import numpy as np
-from scipy import integrate, special
-from scipy.optimize import minimize_scalar
+from scipy import special
 
 METRICS = ("fro", "fro_rel", "mahalanobis")  # the metrics a prediction may speak to
 KINDS = ("exact", "bound", "declared")
@@ -143,6 +142,8 @@ def fit_constant(measured, terms, caps=None) -> float:
     def loss(logc):
         return np.sum((np.log(measured) - np.log(np.minimum(math.exp(logc) * a + b, cap)))**2)
 
+    from scipy.optimize import minimize_scalar  # scipy.optimize and .integrate load when used (~1 s per process)
+
     return float(math.exp(minimize_scalar(loss, bounds=(-15, 15), method="bounded").x))
 
 
@@ -157,6 +158,8 @@ def _expected_sqrt(log_laplace, d: int) -> float:
 
     centre = -2 * math.log(d)  # the transition: t ~ 1 / E Q ~ 1 / d^2
     pieces = [(centre - 40, centre - 5), (centre - 5, centre + 5), (centre + 5, centre + 60)]
+    from scipy import integrate
+
     total = sum(integrate.quad(integrand, a, b, limit=200, epsabs=0, epsrel=1e-10)[0] for a, b in pieces)
     return total / (2 * math.sqrt(math.pi))
 

@@ -58,7 +58,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, optimize, stats
+from scipy import linalg
 
 from .privacy import ApproxDP
 from .predictions import Facts, Prediction
@@ -106,6 +106,8 @@ def default_L0(n: int, d: int, beta: float = 1.0) -> float:
     """chi2_d quantile at 1 - beta/n over n (1 - sqrt(d/n))^2: about beta Gaussian points exceed it."""
     if n <= d:
         raise InsufficientData(f"need n > d for leverage scores, got n={n}, d={d}")
+    from scipy import stats  # loads when used (~1 s per process)
+
     return float(stats.chi2.isf(min(beta / n, 0.5), d) / (n * (1 - math.sqrt(d / n)) ** 2))
 
 
@@ -159,6 +161,8 @@ def gaussian_sampling_epsilon(m: int, sensitivity: float, delta: float) -> float
 
     def bound(a: float) -> float:
         return m * D**2 / 4 * (1 / (1 - D) ** 2 + a / (1 - a * D) ** 2) + log_term / a
+
+    from scipy import optimize
 
     best = optimize.minimize_scalar(bound, bounds=(1e-12, (1 - 1e-9) / D), method="bounded",
                                     options={"xatol": 1e-10})

@@ -15,8 +15,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.stats import norm
 
 from .gaussian import symmetric_gaussian
 from .privacy import ApproxDP, Accountant
@@ -29,6 +27,9 @@ from .spectral import Spectral
 def analytic_gaussian_sigma(sensitivity: float, budget: ApproxDP) -> float:
     """Smallest sigma with Phi(D/2s - eps s/D) - e^eps Phi(-D/2s - eps s/D) <= delta
     (Balle & Wang 2018, Theorem 8): N(0, sigma^2) noise is then (eps, delta)-DP for every eps."""
+    from scipy.optimize import brentq  # scipy.stats and .optimize load when used (~1 s of every process's start)
+    from scipy.stats import norm
+
     eps, delta = budget.eps, budget.delta
 
     def excess(sigma):  # decreasing in sigma
