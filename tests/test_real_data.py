@@ -24,7 +24,7 @@ from dpcov.data.news import hashed_counts, news, scale_rows, v8_sentences, v16_a
 from dpcov.data.registry import get_dataset
 from dpcov.experiments.config import compose_experiment
 from dpcov.experiments.runner import run_experiment
-from dpcov.figures.plot import draw
+from test_experiments import STAGED_RUNS, check_smoke_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -418,14 +418,15 @@ def test_staged_news_v8_subset(staged, monkeypatch):
 
 
 @needs_staged
-@pytest.mark.parametrize("name", ["mnist_rho", "mnist_digits", "news_rho"])
+@pytest.mark.parametrize("name", STAGED_RUNS)  # test_experiments.py leaves them here when the data are staged
 def test_smoke_runs_on_staged_data(staged, tmp_path, name):
     exp = compose_experiment([f"experiment={name}", "scale=smoke", "n_jobs=1",
                               f"output_dir={tmp_path / name}"])
     out = run_experiment(exp)
+    check_smoke_run(exp, out)  # test_experiments.py's checks of every experiment's smoke run (it leaves these here)
     results = pd.read_csv(out.results)
     assert len(results) == len(exp.grid()) * exp.trials * len(exp.mechanisms)
-    assert np.isfinite(results.err_fro).all() and draw(exp, out)[0].stat().st_size > 0
+    assert np.isfinite(results.err_fro).all()  # (the figures: drawn and checked by check_smoke_run)
     zero = results[results.mechanism == "zero"]
     assert (zero.err_fro <= zero.data_trace + 1e-12).all()
     if name == "news_rho":
