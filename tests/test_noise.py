@@ -346,3 +346,15 @@ def test_hardened_adaptive_on_rows_near_zero_releases_without_a_subnormal_grid(n
             assert np.all(np.isfinite(out))
     with pytest.raises(ValueError, match="too small for a float grid"):
         noise.grid_step(1e-300, 1e-300)
+
+
+@pytest.mark.parametrize("make", [lambda: np.random.default_rng(5), noise.secure_generator], ids=["PCG64", "ChaCha20"])
+def test_the_samplers_uniform_bits_are_53_exact_random_bits(make):
+    """The samplers read 53 uniform bits from each rng.random() (noise._below): for both generators a double times
+    2^53 is an integer, and its lowest bits are uniform (a generator whose doubles carried fewer random bits, e.g.
+    32, would fail both), so the bounded integers built from them are exactly uniform."""
+    words = make().random(200_000) * 2.0**53
+    assert np.array_equal(words, np.floor(words))
+    low = (words.astype(np.int64) & 0xFF).astype(np.int64)
+    assert stats.chisquare(np.bincount(low, minlength=256)).pvalue > 1e-4
+    assert abs(float(np.mean(words.astype(np.int64) & 1)) - 0.5) < 0.01
