@@ -348,7 +348,7 @@ def test_norm_quantile_is_eps_dp_on_a_neighbouring_pair(numerics):
     outcome's frequency on D within e^eps of D' (sampling error allowed); and the same check catches the walk
     run with a sixth of its noise (6 eps; observed: a worst log ratio of about 0.3 x the walk's eps here), so it
     can fail -- for gross under-noising, which is what a black-box check of one pair can see."""
-    eps, runs = 1.0, 6000
+    eps, runs = 1.0, 4000
     norms = np.r_[np.full(500, 0.5), np.full(500, 1.0)]
     moved = norms.copy()
     moved[-1] = 0.5
