@@ -13,14 +13,12 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
 
-import dp_accounting  # the `test` extra
-from dp_accounting import rdp
-from dp_accounting.pld import privacy_loss_mechanism
 
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
 from dpcov.mechanisms.thresholding import analytic_gaussian_sigma
@@ -33,15 +31,26 @@ RHOS = [1e-5, 1e-3, 0.01, 0.1, 0.5, 1.0, 10.0, 100.0]
 ORDERS = list(np.concatenate([np.linspace(1.01, 8, 100), np.geomspace(8, 1e8, 400)[1:]]))
 
 
+@functools.lru_cache(maxsize=1)
+def accounting():
+    """Google's dp-accounting (the `test` extra), imported when a test here first runs: at import it loads
+    scipy.signal and scipy.stats, about 1 s of every xdist worker's collection."""
+    import dp_accounting
+    from dp_accounting import rdp  # noqa: F401  (dp_accounting.rdp)
+    from dp_accounting.pld import privacy_loss_mechanism  # noqa: F401  (dp_accounting.pld.privacy_loss_mechanism)
+    return dp_accounting
+
+
 def rdp_epsilon(rho: float, delta: float) -> float:
-    accountant = rdp.RdpAccountant(orders=ORDERS)
-    accountant.compose(dp_accounting.ZCDpEvent(rho))
+    accountant = accounting().rdp.RdpAccountant(orders=ORDERS)
+    accountant.compose(accounting().ZCDpEvent(rho))
     return accountant.get_epsilon(delta)
 
 
 def gaussian_delta(sigma: float, sensitivity: float, eps: float) -> float:
     """Exact delta(eps) of N(0, sigma^2) noise at this sensitivity (dp-accounting's closed form)."""
-    loss = privacy_loss_mechanism.GaussianPrivacyLoss(sigma, sensitivity=sensitivity, pessimistic_estimate=False)
+    loss = accounting().pld.privacy_loss_mechanism.GaussianPrivacyLoss(sigma, sensitivity=sensitivity,
+                                                                       pessimistic_estimate=False)
     return loss.get_delta_for_epsilon(eps)
 
 
@@ -50,7 +59,7 @@ def test_zcdp_to_approx_dp_is_never_tighter_than_dp_accounting(rho):
     for delta in DELTAS:
         ours = ZCDP(rho).to_approx_dp(delta).eps
         theirs = rdp_epsilon(rho, delta)
-        exact_gaussian = dp_accounting.get_epsilon_gaussian(1 / math.sqrt(2 * rho), delta)
+        exact_gaussian = accounting().get_epsilon_gaussian(1 / math.sqrt(2 * rho), delta)
         assert ours >= theirs * (1 - 1e-12), (rho, delta, ours, theirs)
         assert theirs >= exact_gaussian * (1 - 1e-9), (rho, delta, theirs, exact_gaussian)
 
@@ -63,7 +72,7 @@ def test_approx_dp_to_zcdp_implies_the_target(eps):
         assert rdp_epsilon(rho, delta) <= eps * (1 + 1e-12), (eps, delta, rho)
         # The Gaussian mechanism run at rho (sigma = Delta / sqrt(2 rho), Delta = 1) meets (eps, delta):
         assert gaussian_delta(1 / math.sqrt(2 * rho), 1.0, eps) <= delta, (eps, delta, rho)
-        assert 1 / math.sqrt(2 * rho) >= dp_accounting.get_sigma_gaussian(eps, delta)
+        assert 1 / math.sqrt(2 * rho) >= accounting().get_sigma_gaussian(eps, delta)
 
 
 @pytest.mark.parametrize("eps", EPSILONS)
@@ -71,8 +80,8 @@ def test_pure_to_zcdp_bounds_the_laplace_renyi_curve(eps):
     rho = PureDP(eps).to_zcdp().rho
     assert rho == budget_guaranteeing(ZCDP(rho), ZCDP).rho == pytest.approx(eps**2 / 2)
     assert budget_guaranteeing(ZCDP(rho), PureDP).eps == pytest.approx(eps)  # the inverse direction
-    accountant = rdp.RdpAccountant(orders=ORDERS)
-    accountant.compose(dp_accounting.LaplaceDpEvent(1 / eps))  # sensitivity 1, scale 1/eps: eps-DP
+    accountant = accounting().rdp.RdpAccountant(orders=ORDERS)
+    accountant.compose(accounting().LaplaceDpEvent(1 / eps))  # sensitivity 1, scale 1/eps: eps-DP
     renyi = np.asarray(accountant._rdp)  # noqa: SLF001 (the composed Renyi curve at ORDERS)
     assert np.all(renyi <= np.asarray(ORDERS) * rho * (1 + 1e-12))
 
@@ -82,7 +91,7 @@ def test_pure_to_zcdp_bounds_the_laplace_renyi_curve(eps):
 def test_analytic_gaussian_sigma_is_on_the_safe_side(eps, sensitivity):
     for delta in DELTAS:
         ours = analytic_gaussian_sigma(sensitivity, ApproxDP(eps, delta))
-        theirs = dp_accounting.get_sigma_gaussian(eps, delta) * sensitivity
+        theirs = accounting().get_sigma_gaussian(eps, delta) * sensitivity
         assert ours >= theirs, (eps, delta, sensitivity, ours / theirs - 1)
         assert ours <= theirs * (1 + 1e-7), "calibration needlessly loose"
         assert gaussian_delta(ours, sensitivity, eps) <= delta, (eps, delta, sensitivity)
