@@ -250,7 +250,7 @@ def test_audit_script(capsys, script):
 
 def test_power_table_script(tmp_path, script):
     table = tmp_path / "power.md"
-    script("audit_power").main(["--lines", "lap,zero", "--seconds", "2", "--factors", "", "--calibration-T", "100",
+    script("audit_power").main(["--lines", "lap,zero", "--seconds", "1", "--factors", "", "--calibration-T", "100",
                                  "--output", str(table)])
     rows = table.read_text().splitlines()
     assert rows[0].startswith("| line |") and rows[2].startswith("| lap | `lap` | 1-DP |")
