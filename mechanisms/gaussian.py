@@ -73,6 +73,15 @@ def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Acco
     return out
 
 
+def hardened_eigenvalues(eigenvalues: np.ndarray, row_bound: float, n: int, accountant: Accountant, what: str,
+                         budget, release) -> np.ndarray:
+    """SeparateCov's eigenvalues released by ``release(values, float_error)`` (mechanisms/noise.py), their float
+    error ``eigenvalue_float_error``; the hardening in the ledger (as ``hardened_upper`` for Sigma)."""
+    noisy, how = release(eigenvalues, eigenvalue_float_error(row_bound, n, len(eigenvalues)))
+    accountant.spend(budget, f"{what} ({how})")
+    return noisy
+
+
 def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
                    budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
                    numerics: str = "idealized") -> Spectral:
@@ -84,10 +93,10 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
     # Step 2: eigenvalues by the Gaussian mechanism; their l2-sensitivity is sqrt(2) r^2 / n (Lemma 10).
     l2 = math.sqrt(2) * row_bound**2 / n
     if numerics == "hardened":
-        noisy_values, how = noise.gaussian_release(
-            eigenvalues, l2_sensitivity=l2, rho=half.rho, bound=row_bound**2,
-            float_error=eigenvalue_float_error(row_bound, n, len(eigenvalues)), rng=rng)
-        accountant.spend(half, f"SeparateCov: eigenvalues ({how})")
+        noisy_values = hardened_eigenvalues(eigenvalues, row_bound, n, accountant, "SeparateCov: eigenvalues", half,
+                                            lambda values, error: noise.gaussian_release(
+                                                values, l2_sensitivity=l2, rho=half.rho, bound=row_bound**2,
+                                                float_error=error, rng=rng))
     else:
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov: eigenvalues")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import eigenvalue_float_error, hardened_upper
+from .gaussian import hardened_eigenvalues, hardened_upper
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
@@ -51,10 +51,11 @@ def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bo
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
     l1 = 2 * row_bound**2 / n
     if numerics == "hardened":
-        noisy_values, how = noise.laplace_release(
-            eigenvalues, l1_sensitivity=l1, eps=half.eps, bound=row_bound**2,
-            float_error=eigenvalue_float_error(row_bound, n, len(eigenvalues)), rng=rng)
-        accountant.spend(half, f"SeparateCov (Laplace): eigenvalues ({how})")
+        noisy_values = hardened_eigenvalues(eigenvalues, row_bound, n, accountant,
+                                            "SeparateCov (Laplace): eigenvalues", half,
+                                            lambda values, error: noise.laplace_release(
+                                                values, l1_sensitivity=l1, eps=half.eps, bound=row_bound**2,
+                                                float_error=error, rng=rng))
     else:
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov (Laplace): eigenvalues")
