@@ -370,7 +370,7 @@ def test_ctrl_c_while_the_workers_start_says_one_line_and_resumes(tmp_path):
     """Ctrl-C as soon as the workers exist, while they still import (before their initializer ignores
     SIGINT): no worker dies with loky's traceback (experiments/runner.py start_workers forks them with
     SIGINT ignored), the run says one line, and the same command then runs everything."""
-    for attempt in range(2):
+    for attempt in range(4):
         out = tmp_path / f"out{attempt}"
         log = tmp_path / f"warm{attempt}.log"
         run = start(out, log, WARM_UP)
@@ -378,9 +378,11 @@ def test_ctrl_c_while_the_workers_start_says_one_line_and_resumes(tmp_path):
         during_warm_up = loky_workers(run.pid, imported=True) < 2
         os.killpg(run.pid, signal.SIGINT)
         code = run.wait(60)
-        if during_warm_up:
+        # code 0: the Ctrl-C fell into the milliseconds while start_workers forks them with SIGINT ignored (its
+        # docstring: lost there, the run goes on); seen once in a clean-clone CI run. Try again.
+        if during_warm_up and code != 0:
             break
-    assert during_warm_up, "the workers were up before Ctrl-C twice: the warm-up was not tested"
+    assert during_warm_up and code != 0, "the workers were up before Ctrl-C (or it fell into the fork) 4 times"
     text = log.read_text()
     assert code == 130 and "Traceback" not in text and "KeyboardInterrupt" not in text, text
     said = [line for line in text.splitlines() if line.startswith("interrupted")]
