@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plot import format_log_axis, pyplot, save
+from .plot import format_log_axis, pyplot, save, tight_layout
 from .style import style_for
 
 STEM = "dong2022/fig1/figure"  # under results/
@@ -56,5 +56,5 @@ def plot_bounds(stem: Path, n: int = N) -> tuple[Path, Path]:
     ax.set_title("Dong, Liang & Yi 2022, Fig. 1: known worst-case bounds", fontsize=10)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(True, which="major", alpha=0.3)
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, stem)

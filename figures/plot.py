@@ -336,11 +336,18 @@ def coincide(a: pd.Series, b: pd.Series, tolerance: float = 0.02) -> bool:
     return bool(np.all(np.abs(x - y) <= tolerance * np.where(scale > 0, scale, 1)))
 
 
+def tight_layout(fig, **kwargs) -> None:
+    """``fig.tight_layout`` once, as a layout step: matplotlib leaves a placeholder layout engine behind,
+    which would cost every ``savefig`` an extra dry draw of the whole figure (same pixels either way)."""
+    fig.tight_layout(**kwargs)
+    fig.set_layout_engine(None)
+
+
 def place_legend(fig, legend: dict, most_columns: int) -> None:
     """The figure's legend below the panels, in as many columns as fit the figure's width, and the
     panels laid out above it from its measured height: it never covers a panel or an axis label."""
     if not legend:
-        fig.tight_layout()
+        tight_layout(fig)
         return
     renderer = fig.canvas.get_renderer()
     for ncol in range(max(1, min(len(legend), most_columns)), 0, -1):
@@ -353,7 +360,7 @@ def place_legend(fig, legend: dict, most_columns: int) -> None:
     # the figure grows by the legend's height, so the panels keep their size
     legend_inches = extent.height / fig.dpi + 0.1
     fig.set_figheight(fig.get_figheight() + legend_inches)
-    fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1))
+    tight_layout(fig, rect=(0, legend_inches / fig.get_figheight(), 1, 1))
 
 
 def caption_clashes(fig, draw: bool = True) -> list[str]:

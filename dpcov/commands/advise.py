@@ -235,6 +235,8 @@ def phase_diagram(directory: Path = PHASE_DIR, metric: str = "fro") -> tuple[Pat
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    from dpcov.figures.plot import tight_layout
+
     summary = pd.read_csv(Path(directory) / "summary.csv")
     cells = best_by_cell(summary, metric)
     labels = sorted(cells.best.unique())
@@ -257,7 +259,7 @@ def phase_diagram(directory: Path = PHASE_DIR, metric: str = "fro") -> tuple[Pat
     fig.suptitle(f"lowest mean {metric} error ({rho}); cell text: runner-up's error / best's")
     fig.legend(handles=[Patch(color=colours[k], alpha=0.75, label=paper_name(k)) for k in labels], loc="lower center",
                ncol=len(labels), frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
+    tight_layout(fig, rect=(0, 0.07, 1, 0.95))
     png = Path(directory) / "phase.png"
     fig.savefig(png, dpi=130), fig.savefig(png.with_suffix(".pdf"))
     plt.close(fig)

@@ -354,6 +354,8 @@ def figure(frames: dict, stem: Path, timeout: float = 60.0) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from dpcov.figures.plot import tight_layout
+
     sections = [s for s in SECTIONS if s[0] in frames]
     columns = max(frames[s[0]].dataset.nunique() for s in sections)
     fig, axes = plt.subplots(len(sections), columns, figsize=(3.6 * columns, 3.5 * len(sections)), squeeze=False)
@@ -391,7 +393,7 @@ def figure(frames: dict, stem: Path, timeout: float = 60.0) -> None:
             ax.legend(fontsize=6)
     fig.suptitle("dpcov (default and best per cell) vs diffprivlib 0.6.6 and OpenDP 0.16 at equal ε "
                  "(× at the top edge: a peer's timeout)", fontsize=10)
-    fig.tight_layout()
+    tight_layout(fig)
     stem.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(stem.with_suffix(".png"), dpi=110)
     fig.savefig(stem.with_suffix(".pdf"), metadata={"CreationDate": None, "ModDate": None})
