@@ -40,6 +40,7 @@ from dpcov.mechanisms.privacy import PureDP, ZCDP, budget_guaranteeing
 from dpcov.mechanisms.registry import get_mechanism
 from dpcov.data.table import find_file, read_table, select_columns
 from dpcov.figures.style import paper_name, style_for
+from dpcov.figures.plot import tight_layout
 from . import project_root
 
 ROOT = project_root()
@@ -234,8 +235,6 @@ def phase_diagram(directory: Path = PHASE_DIR, metric: str = "fro") -> tuple[Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
-
-    from dpcov.figures.plot import tight_layout
 
     summary = pd.read_csv(Path(directory) / "summary.csv")
     cells = best_by_cell(summary, metric)

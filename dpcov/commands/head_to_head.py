@@ -38,6 +38,7 @@ from scipy.special import i0e, i1e
 import dpcov
 from dpcov.defaults import candidates
 from dpcov.estimators import hardenable
+from dpcov.figures.plot import tight_layout
 from dpcov.measure import score_fit
 from dpcov.data.files import DataFile, locate
 from dpcov.data.mnist import mnist
@@ -353,8 +354,6 @@ def figure(frames: dict, stem: Path, timeout: float = 60.0) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from dpcov.figures.plot import tight_layout
 
     sections = [s for s in SECTIONS if s[0] in frames]
     columns = max(frames[s[0]].dataset.nunique() for s in sections)
