@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+from pseudocode import REFERENCES, Z_LIMIT, forward_reference, max_z
 from scipy.stats import ortho_group
 
 from dpcov.mechanisms import CovProblem, PureDP, ZCDP, Accountant, release
@@ -227,20 +228,6 @@ def test_radius_scaling():
     assert np.allclose(two, 4 * one)
 
 
-def forward_reference(C, etas, rng):
-    """Amin Algorithm 1 step 2 as written: the eigenbasis of C_i updated by every compression."""
-    from dpcov.mechanisms.bingham import sample_bingham_eigen
-    mu, basis = np.linalg.eigh(C)
-    thetas = []
-    for eta in etas:
-        u = sample_bingham_eigen(-eta * mu, rng, 1)[0][0]
-        thetas.append(basis @ u)
-        if len(mu) > 1:
-            mu, W = compress_sorted(mu, u)
-            basis = basis @ W
-    return np.array(thetas).T
-
-
 @pytest.mark.parametrize("d, rank, block", [(12, None, None), (30, None, None), (30, 5, None),
                                             (12, None, 1), (12, None, 5), (30, None, 2), (30, None, 7),
                                             (61, None, 9)])
@@ -256,25 +243,16 @@ def test_backward_accumulation_matches_the_forward_basis_updates(d, rank, block)
     assert np.abs(fast.T @ fast - np.eye(d)).max() < 1e-12
 
 
-def outer_moments(sampler, trials, seed):
-    """Mean and standard error of theta_i theta_i^T (every step i) over ``trials`` releases."""
-    rng = np.random.default_rng(seed)
-    outer = np.array([np.einsum("ai,bi->iab", t, t).ravel() for t in (sampler(rng) for _ in range(trials))])
-    return outer.mean(axis=0), outer.std(axis=0) / math.sqrt(trials)
-
-
 def test_blocks_keep_the_distribution_with_repeated_eigenvalues():
     """A rank-2 C in d = 6 (a 4-fold zero eigenvalue): blocks of 1 and 2 steps re-diagonalise
     within the null space, so the thetas differ path by path; E[theta_i theta_i^T] for every step
-    must agree with the forward basis updates (two-sample z-scores)."""
-    R = ortho_group.rvs(6, random_state=8)
-    C = R @ np.diag([0, 0, 0, 0, 3.0, 8.0]) @ R.T
-    etas = np.full(6, 0.5)
-    reference = outer_moments(lambda rng: forward_reference(C, etas, rng), 2500, 0)
+    must agree with the forward basis updates' (stored: tests/pseudocode.py; 1300 releases have the
+    power of 2500 against 2500 drawn anew)."""
+    name = "forward: rank 2, d = 6"
+    C, etas = REFERENCES[name].C, REFERENCES[name].etas
     for block in (1, 2):
-        m, s = outer_moments(lambda rng: sample_eigenvectors(C, etas, rng, block=block), 2500, block)
-        z = np.abs(m - reference[0]) / np.sqrt(s**2 + reference[1]**2 + 1e-12)
-        assert np.max(z) < 4.5, (block, np.max(z))
+        z = max_z(lambda rng: sample_eigenvectors(C, etas, rng, block=block), name, 1300, block)
+        assert z < Z_LIMIT, (block, z)
 
 
 @pytest.mark.slow
@@ -327,21 +305,12 @@ def test_kapralov_talwar_blocks_match_the_forward_basis_updates(d, block):
 def test_kapralov_talwar_distribution_unchanged():
     """KT keeps C_i as an eigen-decomposition updated by secular equations: its basis differs from
     a fresh eigh's (signs), so the thetas are compared in distribution with the eigh-per-step
-    pseudocode: E[theta_i theta_i^T] for each step, two-sample z-scores."""
-    from test_conditioned import kt_eigh_per_step as eigh_per_step
-
-    R = ortho_group.rvs(3, random_state=4)
-    values = np.array([10.0, 6.0, 3.0])
-    C, etas = R @ np.diag(values) @ R.T, np.full(3, 0.4)
-    trials = 3000
-    stats = []
-    for sampler in (lambda rng: sample_eigenvectors(C, etas, rng, subtract=values, block=1),
-                    lambda rng: eigh_per_step(C, etas, values, rng)):
-        rng = np.random.default_rng(len(stats))
-        outer = np.array([np.einsum("ai,bi->iab", t, t).ravel() for t in (sampler(rng) for _ in range(trials))])
-        stats.append((outer.mean(axis=0), outer.std(axis=0) / math.sqrt(trials)))
-    (m1, s1), (m2, s2) = stats
-    assert np.max(np.abs(m1 - m2) / np.sqrt(s1**2 + s2**2 + 1e-12)) < 4.5
+    pseudocode's (stored: tests/pseudocode.py): E[theta_i theta_i^T] for each step, z-scores."""
+    name = "kt: d = 3"
+    reference = REFERENCES[name]
+    sampler = lambda rng: sample_eigenvectors(reference.C, reference.etas, rng, subtract=reference.subtract,  # noqa: E731
+                                              block=1)
+    assert max_z(sampler, name, 1600, 0) < Z_LIMIT
 
 
 @pytest.mark.slow
