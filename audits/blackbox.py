@@ -110,8 +110,10 @@ def _sample_chunk(name: str, options: dict, budget, problem, reference, entries:
     one Generator per chunk from its entropy."""
     import_plugins(plugins)
     rng = np.random.default_rng(np.random.SeedSequence(entropy))
+    mechanism = get_mechanism(name)  # a plug-in's path resolved once, not per release
     with _one_blas_thread():
-        outs = [release(name, problem, budget, rng, options=options or None, clamp=False)[0] for _ in range(count)]
+        outs = [release(mechanism, problem, budget, rng, options=options or None, clamp=False)[0]
+                for _ in range(count)]
         if precision:
             return precision_statistics(outs, problem.radius)
         return features(reference, quantize(outs, problem.radius), entries)

@@ -29,14 +29,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from dpcov.data.synthetic import zipf_norms
 from dpcov.mechanisms.predictions import METRICS, Facts, Prediction
 from dpcov.mechanisms.privacy import budget_guaranteeing
 from dpcov.mechanisms.registry import get_mechanism
 
-from .config import budget_from_params
+from .config import budget_from_params, load_yaml
 from .instances import SPECTRUM_COLUMNS, SPECTRUM_FILE
 
 
@@ -141,7 +140,7 @@ def _report(directories: list[str]) -> None:
     for name in directories:
         directory = Path(name)
         summary = pd.read_csv(directory / "summary.csv")
-        resolved = yaml.safe_load((directory / "config.yaml").read_text())
+        resolved = load_yaml(directory / "config.yaml")
         metric = resolved["metrics"][0]
         table = comparison(summary, metric, resolved.get("variants") or {}, read_spectra(directory))
         print(f"== {directory} ({metric})")

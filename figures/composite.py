@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from dpcov.experiments.config import load_yaml
 from dpcov.experiments.theory import read_spectra
 
 from .plot import Panel, build_figure, save
@@ -60,7 +60,7 @@ def load_composites(directory: Path = CONF) -> list[Composite]:
     """Every figure of every conf/figures/*.yaml, validated."""
     composites = []
     for path in sorted(Path(directory).glob("*.yaml")):
-        document = yaml.safe_load(path.read_text()) or {}
+        document = load_yaml(path) or {}
         if set(document) - {"figures"} or not isinstance(document.get("figures"), list):
             raise FigureSpecError(f"{path}: expected one key 'figures' with a list of figures")
         for spec in document["figures"]:
@@ -104,7 +104,7 @@ def _summary(results: Path, name: str, cache: dict) -> tuple[pd.DataFrame, dict,
         if not path.exists():
             raise FigureSpecError(f"no summary {path} (run: python scripts/reproduce.py {name.split('/')[-1]})")
         config = directory / "config.yaml"
-        resolved = yaml.safe_load(config.read_text()) if config.exists() else {}
+        resolved = load_yaml(config) if config.exists() else {}
         variants = {k: {"mechanism": v["mechanism"], "budget": dict(v.get("budget") or {}),
                         "options": dict(v.get("options") or {})}
                     for k, v in (resolved.get("variants") or {}).items()}

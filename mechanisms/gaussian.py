@@ -19,8 +19,13 @@ def gaussian_sigma(l2_sensitivity: float, budget: ZCDP) -> float:
 
 def symmetric_gaussian(d: int, rng: np.random.Generator) -> np.ndarray:
     """W ~ SGW(d): iid N(0, 1) on and above the diagonal, mirrored below (Dong §3.1)."""
-    upper = np.triu(rng.standard_normal((d, d)))
-    return upper + np.triu(upper, 1).T
+    return mirrored_upper(rng.standard_normal((d, d)))
+
+
+def mirrored_upper(draws: np.ndarray) -> np.ndarray:
+    """The symmetric matrix with the upper triangle (diagonal included) of the square ``draws``, in one pass."""
+    index = np.arange(len(draws))
+    return np.where(index[:, None] <= index, draws, draws.T)
 
 
 def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import hardened_eigenvalues, hardened_upper
+from .gaussian import hardened_eigenvalues, hardened_upper, mirrored_upper
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
@@ -19,8 +19,7 @@ TAIL_CONSTANT = 2.0
 
 def symmetric_laplace(d: int, rng: np.random.Generator) -> np.ndarray:
     """W ~ SLW(d): iid Lap(1) on and above the diagonal, mirrored below (Appendix I)."""
-    upper = np.triu(rng.laplace(size=(d, d)))
-    return upper + np.triu(upper, 1).T
+    return mirrored_upper(rng.laplace(size=(d, d)))
 
 
 def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,

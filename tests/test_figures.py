@@ -9,9 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from dpcov.experiments.config import Figure
+from dpcov.experiments.config import Figure, load_yaml
 from dpcov.figures import plot
 from dpcov.figures.composite import FigureSpecError, build_composite, composite_panels, load_composites
 from dpcov.figures.gallery import GALLERY, gallery
@@ -26,7 +25,7 @@ from dpcov.commands.reproduce import TARGETS, experiment_of  # noqa: E402
 def config_labels() -> set[str]:
     labels = set()
     for path in (ROOT / "conf" / "experiment").glob("*.yaml"):
-        for variant in (yaml.safe_load(path.read_text()).get("variants") or {}).values():
+        for variant in (load_yaml(path).get("variants") or {}).values():
             labels.add(variant["label"])
     return labels
 
@@ -72,7 +71,7 @@ def every_committed_figure():
     cases = []
     for target in TARGETS:
         if (RESULTS / target.out / "summary.csv").exists():
-            for metric in yaml.safe_load((RESULTS / target.out / "config.yaml").read_text())["metrics"]:
+            for metric in load_yaml(RESULTS / target.out / "config.yaml")["metrics"]:
                 cases.append((f"{target.out}:{metric}", target, metric))
     return cases
 

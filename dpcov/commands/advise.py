@@ -30,11 +30,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 
 from dpcov.experiments.advisor import candidates, simulate, spectrum
-from dpcov.experiments.config import budget_from_params
+from dpcov.experiments.config import budget_from_params, load_yaml
 from dpcov.experiments.theory import line_budget, predicted_error, prediction_of, zipf_trace
 from dpcov.mechanisms.privacy import PureDP, ZCDP, budget_guaranteeing
 from dpcov.mechanisms.registry import get_mechanism
@@ -288,7 +287,7 @@ def agreement_cells(targets=AGREEMENT_TARGETS, root: Path = RESULTS, every: int 
     cells = []
     for target in targets:
         summary = pd.read_csv(root / target / "summary.csv")
-        config = yaml.safe_load((root / target / "config.yaml").read_text())
+        config = load_yaml(root / target / "config.yaml")
         options = {k: dict(v) for k, v in (config.get("mechanism_options") or {}).items() if v}  # as committed
         summary = summary[summary.mechanism.isin(DEFAULT_MECHANISMS) & (summary.dataset == "synthetic_zipf")]
         keys = [k for k in ("n", "d", "N", "s", "rho", "eps", "delta") if k in summary and summary[k].notna().any()]
