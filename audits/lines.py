@@ -48,6 +48,7 @@ from scipy.stats import norm
 
 from dpcov.mechanisms import stable as stable_module
 from dpcov.mechanisms import thresholding
+from dpcov.mechanisms.gaussian import upper_indices
 from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
 from dpcov.mechanisms.problem import CovProblem
 from dpcov.mechanisms.registry import MECHANISMS, get_mechanism, release
@@ -115,7 +116,7 @@ def mu_lower_bound(s0, s1, alpha: float = ALPHA) -> Bound:
 
 
 def _upper(matrix: np.ndarray) -> np.ndarray:
-    return matrix[np.triu_indices(matrix.shape[0])]
+    return matrix[upper_indices(matrix.shape[0])]
 
 
 @dataclass
