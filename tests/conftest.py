@@ -40,3 +40,14 @@ def experiment(tmp_path):
         return compose_experiment([f"experiment={name}", "scale=smoke", "n_jobs=1",
                                    f"output_dir={tmp_path / output}", *overrides])
     return compose
+
+
+# Modules whose tests start commands, worker processes or clusters (several seconds each): run first, so
+# that the two xdist workers end on short tests instead of one waiting for the other's last long one.
+LONG_FIRST = ("test_hostile_harness.py", "test_reproduce.py", "test_plugins.py", "test_head_to_head.py",
+              "test_real_data.py", "test_docs.py", "test_dask.py", "test_experiments.py", "test_advise.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))  # stable: file order otherwise
