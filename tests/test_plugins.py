@@ -184,8 +184,9 @@ def test_plugin_on_a_dask_cluster_matches_local(experiment):
 @pytest.mark.skipif(not (ROOT / "scripts" / "audit.py").exists(), reason="scripts/audit.py (issue 16) not present")
 def test_the_audit_entry_point_accepts_the_example_plugin():
     env = {"PYTHONPATH": f"{ROOT}:{EXAMPLES}", "PATH": "/usr/bin:/bin"}
+    # one process: worker processes importing a plug-in are test_blackbox.py's test_same_numbers_for_any_n_jobs
     out = subprocess.run([sys.executable, "scripts/audit.py", EXAMPLE, "--runs", "40", "--budget", "rho=0.1",
-                          "--confirmations", "1", "--quiet"], cwd=ROOT,
+                          "--confirmations", "1", "--quiet", "--n-jobs", "1"], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr  # 1: the audited bound exceeds the claim
     assert EXAMPLE in out.stdout
