@@ -1,4 +1,5 @@
 import compileall
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,11 @@ from dpcov.experiments.config import compose_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("dpcov", "mechanisms", "data", "experiments", "figures", "audits")
+
+# pytest keeps the test modules it rewrites for its assertion messages (tests/__pycache__, git-ignored) unless
+# bytecode writing is off: with PYTHONDONTWRITEBYTECODE set, as on the project's machines, every xdist worker
+# rewrote all of them again on every run (3 s of its collection). A clean clone's first run still does.
+sys.dont_write_bytecode = False
 
 
 def pytest_configure(config):
