@@ -5,8 +5,6 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_limits
 
-from dpcov.experiments.config import compose_experiment
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("dpcov", "mechanisms", "data", "experiments", "figures", "audits")
 
@@ -42,6 +40,8 @@ def one_blas_thread():
 @pytest.fixture
 def experiment(tmp_path):
     """compose("synthetic_trace", "trials=2", ...) -> Experiment writing under tmp_path."""
+    from dpcov.experiments.config import compose_experiment  # here: the xdist controller starts without it
+
     def compose(name, *overrides, output="out"):
         return compose_experiment([f"experiment={name}", "scale=smoke", "n_jobs=1",
                                    f"output_dir={tmp_path / output}", *overrides])
