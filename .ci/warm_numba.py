@@ -13,7 +13,8 @@ import numpy as np
 
 from dpcov.experiments.config import compose_experiment
 from dpcov.experiments.runner import run_experiment
-from dpcov.mechanisms.bingham import sample_bingham_eigen
+from dpcov.mechanisms import secular
+from dpcov.mechanisms.bingham import log_acceptance, sample_bingham_eigen
 from dpcov.mechanisms.emcov import sample_eigenvectors
 from dpcov.mechanisms.noise import discrete_laplace
 
@@ -32,4 +33,8 @@ sample_bingham_eigen(np.array([0.0, 1.0, 2.0]), rng, 4)
 for subtract in (None, np.diag(C)):
     sample_eigenvectors(C, np.full(4, 0.5), rng, method="eigenbasis", subtract=subtract)
 discrete_laplace(3, 8, rng)
+# Two that tests call on their own, with other argument types: the ACG bound over an array of t, the grouping of
+# nearby poles.
+log_acceptance(np.linspace(0.0, 1.0, 5), 3, 1.5)
+secular._group_near_range(np.linspace(0.0, 1.0, 40), 0, 8)
 print(f"numba's cache is filled ({len(RUNS)} smoke runs)", file=sys.stderr)
