@@ -48,7 +48,6 @@ from scipy.stats import norm
 
 from dpcov.mechanisms import stable as stable_module
 from dpcov.mechanisms import thresholding
-from dpcov.mechanisms.gaussian import upper_indices
 from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
 from dpcov.mechanisms.problem import CovProblem
 from dpcov.mechanisms.registry import MECHANISMS, get_mechanism, release
@@ -58,7 +57,7 @@ from dpcov.mechanisms.spectral import as_matrix
 from .blackbox import DEFAULT_BUDGETS, AuditReport, audit, audit_sweep
 from .bounds import Bound, Claim, gaussian_delta, gaussian_mu, split_bound
 from .bounds import claimed_mu, cp_lower, cp_upper  # noqa: F401  (the tests read them here)
-from .pairs import PairSpec, Reference
+from .pairs import PairSpec, Reference, upper_triangle
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA = 0.05  # 1 - confidence of every audited bound
@@ -115,10 +114,6 @@ def mu_lower_bound(s0, s1, alpha: float = ALPHA) -> Bound:
 # Neighbouring datasets and statistics
 
 
-def _upper(matrix: np.ndarray) -> np.ndarray:
-    return matrix[upper_indices(matrix.shape[0])]
-
-
 @dataclass
 class Neighbours:
     """Two datasets differing in one row, and the statistics (a vector per output) of the audit."""
@@ -135,16 +130,16 @@ def covariance_statistics(P: CovProblem, Pp: CovProblem) -> Callable[[object], n
     change of the eigenvalues (or on the first one); (3, 4) the Laplace corners min_i z_i and max_i z_i,
     z_i = (S_i - m_i) / D_i over the upper-triangle entries i that change (m: midpoint, D: change) --
     both datasets' extreme regions of additive Laplace noise."""
-    change = _upper(Pp.sigma - P.sigma)
-    midpoint = _upper(Pp.sigma + P.sigma) / 2
+    change = upper_triangle(Pp.sigma - P.sigma)
+    midpoint = upper_triangle(Pp.sigma + P.sigma) / 2
     moved = np.abs(change) > 0
     spectrum = Pp.eigenvalues - P.eigenvalues
     spectrum = spectrum if np.any(spectrum != 0) else np.eye(len(spectrum))[0]
 
     def statistics(out) -> np.ndarray:
         S = as_matrix(out)
-        z = (_upper(S) - midpoint)[moved] / change[moved]
-        return np.array([_upper(S) @ change, np.linalg.eigvalsh(S)[::-1] @ spectrum, z.min(), z.max()])
+        z = (upper_triangle(S) - midpoint)[moved] / change[moved]
+        return np.array([upper_triangle(S) @ change, np.linalg.eigvalsh(S)[::-1] @ spectrum, z.min(), z.max()])
     return statistics
 
 
@@ -222,8 +217,8 @@ def stable_pair(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours:
     scale = max(np.linalg.norm(rows, axis=1).max(), np.linalg.norm(rows_p, axis=1).max())
     P = CovProblem.from_rows(rows / scale, rows=rows)
     Pp = CovProblem.from_rows(rows_p / scale, rows=rows_p)
-    change = _upper(np.outer(rows_p[-1], rows_p[-1]) - np.outer(rows[-1], rows[-1]))
-    return Neighbours((P, Pp), lambda out: np.array([_upper(as_matrix(out)) @ change]),
+    change = upper_triangle(np.outer(rows_p[-1], rows_p[-1]) - np.outer(rows[-1], rows[-1]))
+    return Neighbours((P, Pp), lambda out: np.array([upper_triangle(as_matrix(out)) @ change]),
                       f"stable: n={n}, d={d}, Gaussian rows, 3e1 -> 3e2", {"on_fail": "zero"})
 
 
@@ -544,7 +539,7 @@ def _adaptive_cov_fraction(options: dict) -> float:
 
 def _entries_gauss(sd):
     """Noise on the upper triangle of Sigma (n = 1000 rows of the dense/axes data, d = 2)."""
-    return lambda P, out, line: (_upper(as_matrix(out) - P.sigma), sd(P, line))
+    return lambda P, out, line: (upper_triangle(as_matrix(out) - P.sigma), sd(P, line))
 
 
 def _spectral(sd_values, sd_vectors=None):
@@ -687,7 +682,7 @@ def _stable_sampling(P, out, line):
     second moment; m at the claimed budget (``stable_samples``)."""
     sigma = _second_moment(P)
     variance = (sigma**2 + np.outer(np.diag(sigma), np.diag(sigma))) / _stable_m(P, line)
-    return _upper(as_matrix(out) - sigma), np.sqrt(_upper(variance))
+    return upper_triangle(as_matrix(out) - sigma), np.sqrt(upper_triangle(variance))
 
 
 EXPECTED["stable"] = _stable_sampling

@@ -33,6 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
+from dpcov.mechanisms.gaussian import upper_indices
 from dpcov.mechanisms.problem import CovProblem
 from dpcov.mechanisms.spectral import as_matrix
 
@@ -167,8 +168,9 @@ class Pair:
         return Reference.of(self.problems[0].sigma, self.problems[1].sigma)
 
 
-def _upper(matrix: np.ndarray) -> np.ndarray:
-    return matrix[np.triu_indices(matrix.shape[0])]
+def upper_triangle(matrix: np.ndarray) -> np.ndarray:
+    """The entries on and above the diagonal, row by row (the statistics of the audits' pairs)."""
+    return matrix[upper_indices(matrix.shape[0])]
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,8 @@ class Reference:
     def of(cls, sigma_a: np.ndarray, sigma_b: np.ndarray) -> "Reference":
         va, wa = np.linalg.eigh(sigma_a)
         vb, wb = np.linalg.eigh(sigma_b)
-        return cls(_upper(sigma_a), _upper(sigma_b), sigma_b - sigma_a, va[::-1], vb[::-1], wa[:, -1], wb[:, -1])
+        return cls(upper_triangle(sigma_a), upper_triangle(sigma_b), sigma_b - sigma_a, va[::-1], vb[::-1],
+                   wa[:, -1], wb[:, -1])
 
 
 HAND_NAMES = ("gauss_llr", "laplace_llr", "laplace_low", "laplace_high", "log_dist_D", "log_dist_D'",

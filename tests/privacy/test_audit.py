@@ -121,7 +121,7 @@ def test_neighbour_pairs_move_what_they_say():
     new = A.neighbours("new_direction", 1000).problems
     assert np.allclose(new[1].eigenvalues - new[0].eigenvalues, [0, 1e-3])
     l1 = A.neighbours("l1", 10).problems
-    change = A._upper(l1[1].sigma - l1[0].sigma)
+    change = A.upper_triangle(l1[1].sigma - l1[0].sigma)
     assert np.abs(change).sum() == pytest.approx(math.sqrt(5) / 10)
     dense = A.neighbours("dense", 1000).problems[0]
     assert dense.sigma.min() >= 0.25 - 1e-3  # thresholding keeps every entry
