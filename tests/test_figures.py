@@ -140,6 +140,32 @@ def test_coinciding_lines_are_found_and_marked():
         plt.close(fig)
 
 
+def test_tight_layout_leaves_no_engine_and_the_same_pixels(tmp_path, monkeypatch):
+    """plot.tight_layout: the figure keeps no layout engine (with one, every savefig drew the figure an extra
+    time), and the file is the one matplotlib's own tight_layout gives."""
+    def figure():
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.plot([1, 2, 3], [1, 4, 9], label="a line")
+        ax.set_xlabel("x"), ax.legend()
+        return fig
+
+    own = figure()
+    own.tight_layout()
+    assert own.get_layout_engine() is not None
+    helper = figure()
+    plot.tight_layout(helper)
+    assert helper.get_layout_engine() is None
+    draws = []
+    monkeypatch.setattr(type(helper), "draw", lambda self, renderer, _draw=type(helper).draw: (draws.append(1),
+                                                                                              _draw(self, renderer)))
+    helper.savefig(tmp_path / "helper.png", dpi=50)
+    assert len(draws) == 1
+    own.savefig(tmp_path / "own.png", dpi=50)
+    assert len(draws) == 3  # matplotlib's: a dry draw, then the drawing
+    assert (tmp_path / "helper.png").read_bytes() == (tmp_path / "own.png").read_bytes()
+    plt.close(own), plt.close(helper)
+
+
 def test_theory_is_a_light_dotted_layer_not_a_dashed_line():
     panels, columns = plot.summary_panels(toy_summary(), Figure(x="n"), "fro", ["n", "d", "rho"])
     fig = plot.build_figure(panels, columns)
