@@ -177,21 +177,29 @@ class Rows:
             raise ValueError(f"{self.data if self.kind == 'file' else 'data'}: no rows")
         return self._n
 
+    def dropping(self, drop) -> "Rows":
+        """These rows without the rows at the (sorted, global) indices ``drop``: each block filtered before any
+        step reads it (mechanisms/units.py: rows beyond a person's bound, rows beyond the released count)."""
+        total = self.n + len(self.drop)  # every row, dropped or not
+        drop = np.union1d(self.drop, np.asarray(drop, dtype=np.int64))
+        if len(drop) and (drop[0] < 0 or drop[-1] >= total):
+            raise ValueError(f"rows to drop must be indices in [0, {total}), got {drop[0]} .. {drop[-1]}")
+        rows = Rows.__new__(Rows)
+        rows.__dict__.update(self.__dict__)
+        rows.drop = drop
+        rows._n = total - len(drop)
+        return rows
+
+    drop = np.empty(0, dtype=np.int64)
+
     def reduce(self, fn, combine, *args):
+        if len(self.drop):
+            return self._reduce_kept(fn, combine, *args)
         if self.kind == "array":
             return fn(self.data, *args)
         if self.kind == "file":
-            result, offset = None, 0
-            for block in file_blocks(self.data, self.columns, self.block_bytes)[1]:
-                try:
-                    value = fn(block, *args)
-                except ValueError as err:  # a row-numbered error of the block, numbered in the file
-                    raise ValueError(renumber_rows(str(err), offset)) from None
-                offset += len(block)
-                result = value if result is None else combine(result, value)
-            if result is None:
-                raise ValueError(f"{self.data}: no rows")
-            return result
+            return self._reduce_blocks(file_blocks(self.data, self.columns, self.block_bytes)[1], fn, combine,
+                                       *args)
         import dask
 
         values = [dask.delayed(_as_float_then)(part, fn, *args) for part in _partitions(self.data, self.columns)]
@@ -203,6 +211,60 @@ class Rows:
             if not ROW_NUMBER.search(str(err)):
                 raise
             raise ValueError(f"{err} (rows numbered within their partition)") from None
+
+
+    def _reduce_blocks(self, blocks, fn, combine, *args):
+        """combine over the blocks of fn(block, *args), each block without the rows in ``drop``."""
+        result, offset = None, 0
+        for block in blocks:
+            local = self.drop[(self.drop >= offset) & (self.drop < offset + len(block))] - offset
+            kept = _kept_block(block, local, offset)
+            try:
+                value = fn(kept, *args)
+            except ValueError as err:  # a row-numbered error of the block, numbered in the file
+                number = np.delete(np.arange(offset, offset + len(block)), local)
+                raise ValueError(ROW_NUMBER.sub(lambda m: f"{m.group(1)}{number[int(m.group(2))]}", str(err))) \
+                    from None
+            offset += len(block)
+            result = value if result is None else combine(result, value)
+        if result is None:
+            raise ValueError(f"{self.data if self.kind == 'file' else 'data'}: no rows")
+        return result
+
+    def _reduce_kept(self, fn, combine, *args):
+        if self.kind == "array":  # a block at a time: no copy of the whole array
+            step = block_rows(self.data.shape[1], self.block_bytes)
+            return self._reduce_blocks((self.data[i:i + step] for i in range(0, len(self.data), step)), fn, combine,
+                                       *args)
+        if self.kind == "file":
+            return self._reduce_blocks(file_blocks(self.data, self.columns, self.block_bytes)[1], fn, combine,
+                                       *args)
+        import dask
+
+        parts = _partitions(self.data, self.columns)
+        lengths = dask.compute(*[dask.delayed(len)(part) for part in parts])
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        values = [dask.delayed(_kept_then)(part, self.drop[(self.drop >= lo) & (self.drop < hi)] - lo, int(lo), fn,
+                                           *args)
+                  for part, lo, hi in zip(parts, offsets[:-1], offsets[1:])]
+        return dask.compute(_tree(values, combine))[0]
+
+
+def _kept_block(block: np.ndarray, local: np.ndarray, offset: int) -> np.ndarray:
+    """A block without its rows ``local``; a dropped row that is not finite is still refused (bad input is an
+    error whichever rows a random draw drops)."""
+    block = np.asarray(block, dtype=float)
+    if not len(local):
+        return block
+    bad = ~np.isfinite(block[local])
+    if bad.any():
+        row, column = np.argwhere(bad)[0]
+        raise ValueError(f"data contains NaN or inf (first at row {offset + local[row]}, column {column})")
+    return np.delete(block, local, axis=0)
+
+
+def _kept_then(part, local, offset: int, fn, *args):
+    return fn(_kept_block(part, local, offset), *args)
 
 
 def _as_float_then(part, fn, *args):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
@@ -44,6 +44,10 @@ from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_
 from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
 from dpcov.mechanisms.registry import MECHANISMS, check_options, get_mechanism, release
 from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
+from dpcov.mechanisms.units import (COUNT_SHARE, check_count_share, check_privacy_unit, check_rows_per_person,
+                                    group_cost, group_privacy_note, person_budget, person_drop, private_count,
+                                    resized_drop)
+from dpcov.session import Session
 
 from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical, typical_of_release
 
@@ -117,14 +121,69 @@ def _block_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None
     return sums
 
 
-class _PrivateFit:
-    """The shared steps of every estimator's fit: check the declarations, choose the mechanism, bound the
-    rows, centre, and release the covariance through one accountant."""
+@dataclass
+class _Fit:
+    """What a fit's steps share: the public facts so far and the rows the next step reads. Only a privatised
+    step (its ``accountant.spend``) reads more than these facts."""
 
-    def _check_declarations(self, n: int, d: int, k: int | None = None, typical: float | None = None):
+    rows: Rows  # the rows left to read: after the persons' bound and the count's resizing
+    n: int  # the public row count: n under replace_one, the released count ñ under add_remove
+    d: int
+    budget: object  # the fit's budget per row (the person's budget over group privacy), every share's base
+    accountant: Accountant
+    rng: np.random.Generator
+    components: int | None = None
+    mechanism: object = None  # chosen after the count (auto reads n), again after the median norm
+    radius: float | None = None
+    clipped: bool = False
+    histogram: np.ndarray | None = None  # the padded rows' norm histogram: the bound's and the median's query
+    typical: bool = False
+    centre: np.ndarray | None = None
+    shift: np.ndarray | None = None
+    notes: list = field(default_factory=list)  # ledger lines that spend nothing (group privacy)
+
+
+class _PrivateFit:
+    """The shared steps of every estimator's fit, in order (``_STEPS``); each says what it reads, what it
+    releases and what it is charged:
+
+    ========== =================================== ================================ ==========================
+    step       reads                               releases                         charged
+    ========== =================================== ================================ ==========================
+    persons    identifiers, k                      nothing (drops rows beyond k)    nothing; the rest at the
+                                                                                    row budget (group privacy)
+    radius     rows outside a public radius        nothing (an error, or clip=True) nothing
+    count      n (add_remove only)                 ñ (rows beyond ñ then dropped,   count_share
+                                                   zero rows pad to ñ)
+    choose     public facts: ñ, d, k, budget       the mechanism (auto)             nothing
+    bound      the norms' histogram                a norm bound (radius='private'), radius_share
+                                                   rows clipped to it
+    typical    the norms' histogram (auto)         the median norm; auto chooses    auto_share
+                                                   again
+    centre     the rows' sum                       a private mean                   mean_share
+    covariance the rows' band sums                 the covariance                   the rest
+    ========== =================================== ================================ ==========================
+
+    A session (``session=``) is charged the whole budget before the first step reads any row, and gets the ledger
+    after the last."""
+
+    def _check_static(self):
+        """Every declaration that needs no row and no count (bad input spends nothing: checked before a session
+        is charged)."""
         if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
             raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
         check_numerics(self.numerics)
+        check_privacy_unit(self.privacy_unit)
+        if self.privacy_unit == "add_remove":
+            check_count_share(self.count_share)
+        if self.max_rows_per_person is not None:
+            check_rows_per_person(self.max_rows_per_person)
+        if self.session is not None:
+            if not isinstance(self.session, Session):
+                raise TypeError(f"session must be a dpcov.Session, got {self.session!r}")
+            if self.session.privacy_unit != self.privacy_unit:
+                raise ValueError(f"the session protects {self.session.privacy_unit!r} neighbours and this "
+                                 f"estimator {self.privacy_unit!r}: pass privacy_unit={self.session.privacy_unit!r}")
         if self.radius is None:
             raise ValueError(f"{type(self).__name__} needs radius=: a public bound on every row's l2 norm (not "
                              f"taken from the data, which would not be private); e.g. radius=1.0 for rows "
@@ -143,49 +202,77 @@ class _PrivateFit:
             _share("mean_share", self.mean_share)
         if self.mechanism == "auto" and self.auto_share != 0:  # 0: never release the median (public facts only)
             _share("auto_share", self.auto_share)
-        spent = self._spent_before_release(typical_released=self._releases_typical(n, d, k))
+        spent = self._spent_before_release(typical_released=self.mechanism == "auto")
         if spent >= 1:
-            raise ValueError(f"radius_share + mean_share (+ auto_share where mechanism='auto' releases the median "
-                             f"norm) must leave the covariance a share of the budget, got {spent:g}")
+            raise ValueError(f"count_share (add_remove) + radius_share + mean_share (+ auto_share where "
+                             f"mechanism='auto' releases the median norm) must leave the covariance a share of the "
+                             f"budget, got {spent:g}")
         if self.mechanism == "auto":
             if self.mechanism_options:
                 raise ValueError("mechanism_options need a named mechanism: with mechanism='auto' the choice is "
                                  "the suite's, and so are its options")
-            self.advice_ = advise(TASKS[type(self).__name__], n, d, self.budget, k, typical=typical)
-            if self.numerics == "hardened":  # the best-measured among those that can release hardened
-                best = next((name for name, _ in self.advice_.ranking if hardenable(get_mechanism(name))), None)
-                if best is None:
-                    raise ValueError(f"no mechanism measured for this task can release with hardened numerics "
-                                     f"under {self.budget}: use numerics='idealized'")
-                if best != self.advice_.mechanism:
-                    self.advice_ = replace(self.advice_, mechanism=best, reason=(
-                        f"{self.advice_.reason}; numerics='hardened': {best}, the best ranked that can release "
-                        f"hardened"))
-            mechanism = get_mechanism(self.advice_.mechanism)
         else:
-            mechanism = get_mechanism(self.mechanism)
-            self.advice_ = None
+            self._checked_mechanism(get_mechanism(self.mechanism), self.budget)
+
+    def _checked_mechanism(self, mechanism, budget):
+        """A named or chosen mechanism that can run this fit, or a clear error."""
         if mechanism.needs:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
                              f"estimator's mechanism")
+        if self.privacy_unit == "add_remove" and mechanism.add_remove is not None:
+            raise ValueError(f"mechanism {mechanism.name!r} cannot protect a row's presence "
+                             f"(privacy_unit='add_remove'): {mechanism.add_remove}. Use privacy_unit='replace_one' "
+                             f"(n public) or another mechanism; mechanism='auto' chooses among those that qualify")
         options = dict(self.mechanism_options or {})
         check_options(mechanism, options)
         for option, value in mechanism.not_private:
             if options.get(option) == value:
                 raise ValueError(f"{option}={value!r} is {mechanism.label}'s as-published calibration, not private at "
                                  f"the claimed budget (mechanisms/registry.py: not_private): the estimators refuse it")
+        if self.radius == "private" and mechanism.own_radius is not None:
+            option, value = mechanism.own_radius
+            if option in options and options[option] != value:
+                raise ValueError(f"{mechanism.name} would release the rows' norm bound a second time "
+                                 f"({option}={options[option]!r}) after radius='private' released it: leave "
+                                 f"{option} unset (the estimators pass {option}={value!r})")
         try:
-            budget_guaranteeing(self.budget, mechanism.notion)
+            budget_guaranteeing(budget, mechanism.notion)
         except ValueError as err:
             raise ValueError(f"mechanism {mechanism.name!r} ({mechanism.notion.__name__}) cannot meet budget "
-                             f"{self.budget}: {err}; mechanism='auto' chooses one that can") from None
-        if self.numerics == "hardened" and not hardenable(mechanism):  # named explicitly (auto picks none)
-            names = sorted(m for m in MECHANISMS if hardenable(get_mechanism(m)) and not get_mechanism(m).needs)
-            warnings.warn(f"mechanism {mechanism.name!r} has no hardened numerics (its noise is not additive noise "
-                          f"on a grid: {mechanism.label} draws from a continuous distribution in floats): its "
-                          f"release runs with idealized numerics, private on paper, and the ledger says so. "
-                          f"Hardened: {names}", UserWarning, stacklevel=4)
+                             f"{budget}: {err}; mechanism='auto' chooses one that can") from None
         return mechanism
+
+    def _choose(self, fit: _Fit, typical: float | None = None):
+        """The mechanism: the named one, or auto's choice from public facts (the public count, d, k, the fit's
+        budget; ``typical``: the released median norm) among those that qualify for the unit and numerics."""
+        if self.mechanism != "auto":
+            mechanism = get_mechanism(self.mechanism)
+            self.advice_ = None
+            if self.numerics == "hardened" and not hardenable(mechanism):  # named explicitly (auto picks none)
+                names = sorted(m for m in MECHANISMS if hardenable(get_mechanism(m)) and not get_mechanism(m).needs)
+                warnings.warn(f"mechanism {mechanism.name!r} has no hardened numerics (its noise is not additive "
+                              f"noise on a grid: {mechanism.label} draws from a continuous distribution in floats): "
+                              f"its release runs with idealized numerics, private on paper, and the ledger says so. "
+                              f"Hardened: {names}", UserWarning, stacklevel=4)
+            return mechanism
+        self.advice_ = advise(TASKS[type(self).__name__], fit.n, fit.d, fit.budget, fit.components, typical=typical)
+        qualifies = [name for name, _ in self.advice_.ranking if self._qualifies(get_mechanism(name))]
+        if not qualifies:
+            raise ValueError(f"no mechanism measured for this task can release under {fit.budget} with "
+                             f"numerics={self.numerics!r} and privacy_unit={self.privacy_unit!r}: use "
+                             f"numerics='idealized'")
+        if qualifies[0] != self.advice_.mechanism:
+            why = [] if hardenable(get_mechanism(self.advice_.mechanism)) or self.numerics != "hardened" \
+                else ["numerics='hardened'"]
+            why += [] if get_mechanism(self.advice_.mechanism).add_remove is None or \
+                self.privacy_unit != "add_remove" else ["privacy_unit='add_remove'"]
+            self.advice_ = replace(self.advice_, mechanism=qualifies[0], reason=(
+                f"{self.advice_.reason}; {' and '.join(why)}: {qualifies[0]}, the best ranked that qualifies"))
+        return self._checked_mechanism(get_mechanism(self.advice_.mechanism), fit.budget)
+
+    def _qualifies(self, mechanism) -> bool:
+        return (self.numerics != "hardened" or hardenable(mechanism)) and \
+            (self.privacy_unit != "add_remove" or mechanism.add_remove is None)
 
     def _rows(self, X):
         """An array (scikit-learn's checks), or ``Rows``: a Dask array or dataframe, or the path of a table
@@ -197,37 +284,101 @@ class _PrivateFit:
         return validate_data(self, X, dtype=np.float64)
 
     def _spent_before_release(self, typical_released: bool = False) -> float:
-        return (self.radius_share if self.radius == "private" else 0.0) + \
+        return (self.count_share if self.privacy_unit == "add_remove" else 0.0) + \
+            (self.radius_share if self.radius == "private" else 0.0) + \
             (self.mean_share if self.centering == "private" else 0.0) + \
             (self.auto_share if typical_released and self.mechanism == "auto" else 0.0)
 
-    def _releases_typical(self, n: int, d: int, k: int | None) -> bool:
-        """Whether mechanism="auto" releases the rows' median norm (auto_share of the budget): public facts."""
-        return self.mechanism == "auto" and releases_typical(TASKS[type(self).__name__], n, d, self.budget, k,
-                                                             self.auto_share)
+    # --- the steps --------------------------------------------------------------------------------------
+    def _step_persons(self, fit: _Fit, persons) -> None:
+        """Reads the identifiers; releases nothing; drops each person's rows beyond max_rows_per_person at random
+        (the fit's generator). The fit then runs at the row budget that group privacy turns into the person's."""
+        if persons is None:
+            if self.max_rows_per_person is not None:
+                raise ValueError("max_rows_per_person needs persons=: one identifier per row, passed to fit")
+            return
+        if self.privacy_unit != "add_remove":
+            raise ValueError("persons= protects a person's presence: it needs privacy_unit='add_remove' (under "
+                             "'replace_one' the public n would tell how many rows a person has)")
+        k = check_rows_per_person(self.max_rows_per_person)
+        persons = np.asarray(persons)
+        if persons.ndim != 1 or len(persons) != fit.rows.n:
+            raise ValueError(f"persons has {persons.shape} identifiers for {fit.rows.n} rows: one per row")
+        fit.rows = fit.rows.dropping(person_drop(persons, k, fit.rng))
+        fit.notes.append((group_privacy_note(self.budget, k), None))
 
-    def _bounded(self, rows: Rows, accountant: Accountant, rng: np.random.Generator,
-                 histogram: np.ndarray | None = None) -> tuple[float, bool]:
-        """(the radius of the ball, whether rows are clipped to it): the public radius (rows outside it an
-        error, or clipped with clip=True), or a private bound on the norms (radius_share of the budget),
-        rows clipped to it. One pass over the rows (their norms' histogram, unless given, or the rows outside)."""
+    def _step_count(self, fit: _Fit) -> None:
+        """add_remove: reads n; releases ñ (count_share); keeps a random ñ of the rows when there are more. The
+        rows that follow are those, padded with ñ - n zero rows (mechanisms/units.py): the replace-one steps below
+        then hold for add/remove neighbours. replace_one: n is public."""
+        if self.privacy_unit != "add_remove":
+            fit.n = fit.rows.n
+            return
+        n = private_count(fit.rows.n, fit.budget.scaled(self.count_share), fit.accountant, fit.rng)
+        candidates = np.setdiff1d(np.arange(fit.rows.n + len(fit.rows.drop)), fit.rows.drop, assume_unique=True)
+        extra = resized_drop(candidates, n, fit.rng)
+        if len(extra):
+            fit.rows = fit.rows.dropping(np.union1d(fit.rows.drop, extra))
+        fit.n = n
+
+    def _padded_histogram(self, fit: _Fit) -> np.ndarray:
+        """The norms' histogram of the rows padded to the public count (zero rows: the last cell)."""
+        if fit.histogram is None:
+            histogram = fit.rows.reduce(_norm_histogram, np.add).copy()
+            histogram[-1] += fit.n - fit.rows.n  # >= 0: at most n rows are left
+            fit.histogram = histogram
+        return fit.histogram
+
+    def _step_radius(self, fit: _Fit) -> None:
+        """A public radius: reads which rows lie outside it (every row: an error, or clip=True, whichever rows the
+        count drops later); releases nothing. Clipping a row inside the ball leaves it as it is."""
         if self.radius == "private":
-            histogram = rows.reduce(_norm_histogram, np.add) if histogram is None else histogram
-            return private_norm_bound_of(histogram, self.budget.scaled(self.radius_share), accountant, rng,
-                                         numerics=self.numerics), True
+            return
         radius = float(self.radius)
-        outside, largest = rows.reduce(_outside, _add_and_max, radius * (1 + 1e-12))
+        outside, largest = fit.rows.reduce(_outside, _add_and_max, radius * (1 + 1e-12))
         if outside and not self.clip:
-            raise ValueError(f"{outside} of {rows.n} rows have norm > radius = {radius:g} (largest "
-                             f"{largest:.6g}): pass a radius that bounds every row, clip=True to project "
-                             f"them onto the ball, or radius='private'")
-        return radius, bool(outside)
+            raise ValueError(f"{outside} rows have norm > radius = {radius:g} (largest {largest:.6g}): pass a radius "
+                             f"that bounds every row, clip=True to project them onto the ball, or radius='private'")
+        fit.radius, fit.clipped = radius, bool(outside)
+
+    def _step_bound(self, fit: _Fit) -> None:
+        """radius='private': reads the norms' histogram (rows padded to the public count); releases a bound
+        (radius_share); rows are clipped to it. A mechanism that would release its own bound takes this one
+        (``Mechanism.own_radius``): one release per quantity."""
+        if self.radius == "private":
+            fit.radius = private_norm_bound_of(self._padded_histogram(fit), fit.budget.scaled(self.radius_share),
+                                               fit.accountant, fit.rng, numerics=self.numerics)
+            fit.clipped = True
+
+    def _step_typical(self, fit: _Fit) -> None:
+        """auto, where the measured choice depends on it: reads the norms' histogram; releases the median norm
+        (auto_share); chooses again with it."""
+        fit.typical = self.mechanism == "auto" and releases_typical(TASKS[type(self).__name__], fit.n, fit.d,
+                                                                    fit.budget, fit.components, self.auto_share)
+        if fit.typical:
+            median = private_norm_quantile_of(self._padded_histogram(fit), TYPICAL_QUANTILE,
+                                              fit.budget.scaled(self.auto_share), fit.accountant, fit.rng,
+                                              numerics=self.numerics)
+            fit.mechanism = self._choose(fit, typical=typical_of_release(median, fit.radius))
+
+    def _step_centre(self, fit: _Fit) -> None:
+        """centering='private': reads the rows' sum; releases their mean (mean_share, divided by the public count);
+        rows then centred by it (a top-k draw, a mechanism that adapts to the norms) or the second moment later."""
+        fit.centre = np.zeros(fit.d)
+        if self.centering != "private":
+            return
+        total = fit.rows.reduce(_clipped_sum, np.add, fit.radius if fit.clipped else None)
+        fit.centre = private_mean_of(total, fit.n, fit.radius, fit.budget.scaled(self.mean_share), fit.accountant,
+                                     fit.rng, self.numerics)
+        if _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows:
+            fit.shift, fit.radius = fit.centre, fit.radius + float(np.linalg.norm(fit.centre))
 
     def _private_covariance(self, X, components: int | None = None, spectral: bool = False,
-                            clamp: bool = True):
-        """(release, centre, radius of the released rows, n) with ``ledger_``, ``budget_spent_``,
-        ``mechanism_``, ``advice_`` and ``radius_`` set. ``X``: an array, or ``Rows`` (a table file,
-        a Dask array or dataframe): each step is a sum over rows, computed a block at a time.
+                            clamp: bool = True, persons=None):
+        """(release, centre, radius of the released rows, the public count) with ``ledger_``, ``budget_spent_``,
+        ``mechanism_``, ``advice_``, ``radius_`` and ``count_`` set: the steps above, then the covariance. ``X``: an
+        array, or ``Rows`` (a table file, a Dask array or dataframe): each step is a sum over rows, computed a block
+        at a time.
 
         ``components``: draw only that many eigenvectors, when the mechanism can stop early (PCA).
         Centring (centering="private") by the route that measured best (docs/estimators.md):
@@ -239,35 +390,45 @@ class _PrivateFit:
           mechanisms that adapt to the rows' norms (``Mechanism.centre_rows``: AdaptiveCov clips the
           centred rows at a private radius, often far inside the declared one).
         """
+        self._check_static()
+        if persons is not None and self.max_rows_per_person is None:
+            raise ValueError("persons= needs max_rows_per_person=k: each person's rows beyond k are dropped, and "
+                             "the fit is private for the person by group privacy over k rows")
         rows = X if isinstance(X, Rows) else Rows(X)
-        n, d = rows.n, rows.d
-        mechanism = self._check_declarations(n, d, components)
+        k = self.max_rows_per_person if persons is not None else 1
+        budget = person_budget(self.budget, k)
+        charge = None
+        if self.session is not None:  # the whole budget, before any row is read (BudgetExceeded: nothing spent)
+            charge = self.session.charge(self.budget, f"{type(self).__name__}.fit ({self.mechanism}, {self.budget})")
         rng = _generator(self.random_state, self.numerics)
-        accountant = Accountant(self.budget)
-        typical = self._releases_typical(n, d, components)
-        histogram = rows.reduce(_norm_histogram, np.add) if typical else None  # one pass for both steps
-        radius, clipped = self._bounded(rows, accountant, rng, histogram)
-        if typical:  # auto's one fact from the data: the median norm over the radius, released (auto_share)
-            median = private_norm_quantile_of(histogram, TYPICAL_QUANTILE, self.budget.scaled(self.auto_share),
-                                              accountant, rng, numerics=self.numerics)
-            mechanism = self._check_declarations(n, d, components, typical=typical_of_release(median, radius))
+        fit = _Fit(rows, 0, rows.d, budget, Accountant(budget), rng, components)
+        self._step_persons(fit, persons)
+        self._step_radius(fit)
+        self._step_count(fit)
+        fit.mechanism = self._choose(fit)
+        self._step_bound(fit)
+        self._step_typical(fit)
+        self._step_centre(fit)
+        estimate = self._step_covariance(fit, spectral, clamp)
+        if charge is not None:
+            self.session.record(charge, self.ledger_)
+        return estimate, fit.centre, fit.radius, fit.n
+
+    def _step_covariance(self, fit: _Fit, spectral: bool, clamp: bool):
+        """Reads the rows' band sums (clipped, shifted, divided by the public count); releases the covariance
+        (the rest of the budget) by the chosen mechanism, then post-processing."""
+        mechanism, accountant, rng, components = fit.mechanism, fit.accountant, fit.rng, fit.components
         top_k = _draws_top_k(mechanism, components)
-        clip = radius if clipped else None
-        centre, shift = np.zeros(d), None
-        cov_budget = self.budget.scaled(1 - self._spent_before_release(typical_released=typical))
-        if self.centering == "private":
-            total = rows.reduce(_clipped_sum, np.add, clip)
-            centre = private_mean_of(total, n, radius, self.budget.scaled(self.mean_share), accountant, rng,
-                                     self.numerics)
-            if top_k or mechanism.centre_rows:
-                shift, radius = centre, radius + float(np.linalg.norm(centre))
+        clip = fit.radius if fit.clipped else None
+        cov_budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical))
         # an array: add's sums, the release fit(array) always gave; streamed blocks: the faster pass, equal to rounding
-        band_sums = _band_sums if rows.kind == "array" else _block_band_sums
-        problem = rows.reduce(band_sums, BandSums.merge, clip, shift, radius).problem()
+        band_sums = _band_sums if fit.rows.kind == "array" and not len(fit.rows.drop) else _block_band_sums
+        problem = fit.rows.reduce(band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
-                   **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {})}
+                   **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {}),
+                   **(dict([mechanism.own_radius]) if self.radius == "private" and mechanism.own_radius else {})}
         idealized_release = self.numerics == "hardened" and not hardenable(mechanism)  # warned: named explicitly
-        second_moment = self.centering == "private" and shift is None
+        second_moment = self.centering == "private" and fit.shift is None
         spectral_release, clamp_release = spectral and not second_moment, clamp and not second_moment
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
                                   spectral=spectral_release, clamp=clamp_release)
@@ -284,17 +445,19 @@ class _PrivateFit:
                 mechanism, estimate, extra = fallback
                 ledger += extra
         if second_moment:  # Sigma~ = M~ - mu~ mu~^T, then the clamp (post-processing)
-            sigma = as_matrix(estimate) - np.outer(centre, centre)
+            sigma = as_matrix(estimate) - np.outer(fit.centre, fit.centre)
             estimate = Spectral.of((sigma + sigma.T) / 2) if spectral else sigma
             if clamp:
-                estimate = clamp_eigenvalues(estimate, 0.0, radius**2)
+                estimate = clamp_eigenvalues(estimate, 0.0, fit.radius**2)
         accountant.spend(cov_budget, f"covariance: {mechanism.label} ({mechanism.name})")
-        self.ledger_ = accountant.ledger[:-1] + ledger
-        self.budget_spent_ = accountant.spent
+        self.ledger_ = fit.notes + accountant.ledger[:-1] + ledger
+        k = self.max_rows_per_person if fit.notes else 1
+        self.budget_spent_ = None if accountant.spent is None else group_cost(accountant.spent, k)
         self.mechanism_ = mechanism.name
-        self.radius_ = radius
+        self.radius_ = fit.radius
+        self.count_ = fit.n
         self.numerics_ = _numerics_note(self.numerics, rng, mechanism if idealized_release else None)
-        return estimate, centre, radius, problem.n
+        return estimate
 
     def _fall_back(self, failed, problem, remaining, rng, components, final_rows: bool, spectral: bool,
                    clamp: bool):
@@ -369,7 +532,8 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
 
     def __init__(self, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None, mean_share=0.1,
                  radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False, random_state=None,
-                 numerics="hardened"):
+                 numerics="hardened", privacy_unit="add_remove", count_share=COUNT_SHARE, max_rows_per_person=None,
+                 session=None):
         self.mechanism = mechanism
         self.budget = budget
         self.radius = radius
@@ -381,10 +545,15 @@ class PrivateCovariance(_PrivateFit, BaseEstimator):
         self.clip = clip
         self.random_state = random_state
         self.numerics = numerics
+        self.privacy_unit = privacy_unit
+        self.count_share = count_share
+        self.max_rows_per_person = max_rows_per_person
+        self.session = session
 
-    def fit(self, X, y=None):
-        """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed)."""
-        self.covariance_, self.location_, _, _ = self._private_covariance(self._rows(X))
+    def fit(self, X, y=None, persons=None):
+        """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed). ``persons``: one
+        identifier per row (with ``max_rows_per_person``): privacy for the person, not the row."""
+        self.covariance_, self.location_, _, _ = self._private_covariance(self._rows(X), persons=persons)
         return self
 
 
@@ -403,7 +572,8 @@ class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin,
 
     def __init__(self, n_components=2, mechanism="auto", budget=PureDP(1.0), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
-                 random_state=None, numerics="hardened"):
+                 random_state=None, numerics="hardened", privacy_unit="add_remove", count_share=COUNT_SHARE,
+                 max_rows_per_person=None, session=None):
         self.n_components = n_components
         self.mechanism = mechanism
         self.budget = budget
@@ -416,15 +586,21 @@ class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin,
         self.clip = clip
         self.random_state = random_state
         self.numerics = numerics
+        self.privacy_unit = privacy_unit
+        self.count_share = count_share
+        self.max_rows_per_person = max_rows_per_person
+        self.session = session
 
-    def fit(self, X, y=None):
-        """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed)."""
+    def fit(self, X, y=None, persons=None):
+        """``X``: an array, a Dask array or dataframe, or the path of a table file (streamed). ``persons``: one
+        identifier per row (with ``max_rows_per_person``): privacy for the person, not the row."""
         X = self._rows(X)
         d = X.d if isinstance(X, Rows) else X.shape[1]
         k = self.n_components
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
             raise ValueError(f"n_components must be an integer in [1, n_features = {d}], got {k!r}")
-        spectral, self.mean_, radius, _ = self._private_covariance(X, components=int(k), spectral=True, clamp=False)
+        spectral, self.mean_, radius, _ = self._private_covariance(X, components=int(k), spectral=True, clamp=False,
+                                                                   persons=persons)
         order = np.argsort(-spectral.values, kind="stable")[:k]  # largest private eigenvalues first (unclamped)
         if not np.any(spectral.values):
             warnings.warn(f"{self.mechanism_} released a zero covariance: nothing about the data at this budget "
@@ -473,7 +649,8 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
 
     def __init__(self, alpha=1.0, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
-                 random_state=None, numerics="hardened"):
+                 random_state=None, numerics="hardened", privacy_unit="add_remove", count_share=COUNT_SHARE,
+                 max_rows_per_person=None, session=None):
         self.alpha = alpha
         self.mechanism = mechanism
         self.budget = budget
@@ -486,9 +663,14 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         self.clip = clip
         self.random_state = random_state
         self.numerics = numerics
+        self.privacy_unit = privacy_unit
+        self.count_share = count_share
+        self.max_rows_per_person = max_rows_per_person
+        self.session = session
 
-    def fit(self, X, y):
-        """``X, y``: arrays, or Dask collections with the same partitions (rows [x, y] summed on the workers)."""
+    def fit(self, X, y, persons=None):
+        """``X, y``: arrays, or Dask collections with the same partitions (rows [x, y] summed on the workers).
+        ``persons``: one identifier per row (with ``max_rows_per_person``): privacy for the person."""
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
             raise ValueError(f"alpha must be a number >= 0, got {self.alpha!r}")
         if is_dask(X):
@@ -500,7 +682,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         else:
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
             rows, d = np.column_stack([X, y]), X.shape[1]
-        self.covariance_, centre, _, n = self._private_covariance(rows)
+        self.covariance_, centre, _, n = self._private_covariance(rows, persons=persons)  # n: the public count
         sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]
         self.coef_ = np.linalg.lstsq(sxx + (self.alpha / n) * np.eye(d), sxy, rcond=None)[0]
         self.intercept_ = float(centre[d] - centre[:d] @ self.coef_)

@@ -336,10 +336,19 @@ class BandSums:
         self.d = self.d if self.d is not None else other.d
         return self
 
-    def problem(self, ridge=None, rows=None) -> CovProblem:
+    def problem(self, ridge=None, rows=None, n_public: int | None = None) -> CovProblem:
+        """The CovProblem of the rows added. ``n_public`` (add/remove, mechanisms/units.py): the released count
+        ñ >= n; the problem is then that of these rows and ñ - n zero rows (every sum divided by ñ: zero rows
+        add nothing to any sum and belong to no norm band), and its ``n`` is ñ."""
         if self.n == 0 or self.d is None:
             raise ValueError("data must have at least one row and one column, got no rows")
         n, d = self.n, self.d
+        if n_public is not None:
+            if int(n_public) < n:
+                raise ValueError(f"cannot pad {n} rows to {n_public}: drop rows first (units.resized_drop)")
+            n = int(n_public)
+            if rows is not None:
+                rows = np.vstack([rows, np.zeros((n - len(rows), d))])
         exponents = np.array(sorted(self.counts), dtype=np.int64)
         moments = np.empty((len(exponents), d, d))
         directions = np.empty((len(exponents), d, d))

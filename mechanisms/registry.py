@@ -80,6 +80,13 @@ class Mechanism:
     # audit then rounds the low bits away and says so; with option numerics="hardened" (every additive built-in:
     # gauss, lap, separate, adaptive, ...) it checks them
     idealized: bool = True
+    # None: private for add/remove neighbours through mechanisms/units.py's reduction (a released count, the rows
+    # resized to it with zero rows: its replace-one proof on rows in the ball, zero rows included, then applies);
+    # else why it cannot qualify (the estimators refuse privacy_unit="add_remove" with this reason)
+    add_remove: str | None = None
+    # (option, value) that makes it take the problem's radius as its rows' bound instead of releasing one of its
+    # own (AdaptiveCov's PrivRadius): the estimators pass it after radius="private" released the bound
+    own_radius: tuple | None = None
 
     def option_names(self) -> list[str]:
         return [name for name, _ in _keyword_options(self.fn)]
@@ -127,7 +134,7 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2",
               predict=adaptive.ADAPTIVE_PREDICTION,
               audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^"),
-              centre_rows=True),
+              centre_rows=True, own_radius=("radius", "known")),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
               audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o")),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
@@ -146,7 +153,7 @@ MECHANISMS = {m.name: m for m in [
               predict=laplace.SEPARATE_LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:orange", "s")),
     Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
               predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
-              style=("tab:green", "^"), centre_rows=True),
+              style=("tab:green", "^"), centre_rows=True, own_radius=("radius", "known")),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
@@ -230,7 +237,8 @@ def _check_signature(fn: Callable) -> None:
 
 def register_mechanism(*, notion, label: str | None = None, name: str | None = None, source: str = "",
                        predict=None, audit: AuditNeeds | None = None, style: tuple[str, str] | None = None,
-                       needs: tuple[str, ...] = (), centre_rows: bool = False, idealized: bool = False):
+                       needs: tuple[str, ...] = (), centre_rows: bool = False, idealized: bool = False,
+                       add_remove: str | None = None):
     """Declare a function as a mechanism of privacy ``notion`` (ZCDP, PureDP or ApproxDP, or
     "zcdp" / "pure" / "approx"): release runs it at the largest budget of that notion implying the
     requested one, and it must spend that budget through the accountant it is given.
@@ -246,7 +254,10 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
     ``centre_rows``, how dpcov's estimators centre for it (``Mechanism.centre_rows``); ``idealized``, that it
     is private on paper only (float noise on a float statistic): the audit then rounds its low bits away and
     says so. By default a plug-in claims to be private as executed, and ``dpcov audit`` checks its low bits:
-    add noise through ``dpcov.mechanisms.noise`` (a 2^k grid and exact integer noise) to pass.
+    add noise through ``dpcov.mechanisms.noise`` (a 2^k grid and exact integer noise) to pass. ``add_remove``:
+    None (the default) when its replace-one guarantee holds for any rows in the ball, zero rows included: the
+    estimators then protect a row's presence through mechanisms/units.py; else why it cannot (they then refuse
+    privacy_unit="add_remove" with that reason).
     """
     notion = _notion(notion)
     predict = _prediction(predict)
@@ -257,6 +268,9 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
     if style is not None and (not isinstance(style, tuple) or len(style) != 2
                               or not all(isinstance(v, str) for v in style)):
         raise ValueError(f"style must be (colour, marker), e.g. ('tab:blue', 'o'), got {style!r}")
+    if add_remove is not None and (not isinstance(add_remove, str) or not add_remove):
+        raise ValueError(f"add_remove must be None or why the mechanism cannot protect a row's presence, got "
+                         f"{add_remove!r}")
     if name is not None and (not isinstance(name, str) or not name or set(name) & set(":. =,[]{}")):
         raise ValueError(f"name must be a non-empty string without ':', '.', spaces or brackets, got {name!r}")
 
@@ -265,7 +279,8 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
         path = f"{fn.__module__}:{fn.__qualname__}"
         mechanism = Mechanism(name or path, label or fn.__name__, notion, fn, source or path, plugin=True,
                               predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs),
-                              centre_rows=bool(centre_rows), idealized=bool(idealized))
+                              centre_rows=bool(centre_rows), idealized=bool(idealized),
+                              add_remove=add_remove)
         if name is not None:
             if name in MECHANISMS:
                 raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")
