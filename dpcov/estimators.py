@@ -136,6 +136,7 @@ class _Fit:
     mechanism: object = None  # chosen after the count (auto reads n), again after the median norm
     radius: float | None = None
     clipped: bool = False
+    clip: float | None = None  # the radius rows are clipped to (None: none lies outside)
     histogram: np.ndarray | None = None  # the padded rows' norm histogram: the bound's and the median's query
     typical: bool = False
     centre: np.ndarray | None = None
@@ -365,9 +366,11 @@ class _PrivateFit:
         """centering='private': reads the rows' sum; releases their mean (mean_share, divided by the public count);
         rows then centred by it (a top-k draw, a mechanism that adapts to the norms) or the second moment later."""
         fit.centre = np.zeros(fit.d)
+        fit.clip = fit.radius if fit.clipped else None  # the rows' ball, before any shift
         if self.centering != "private":
             return
-        total = fit.rows.reduce(_clipped_sum, np.add, fit.radius if fit.clipped else None)
+        fit.clip = fit.radius if fit.clipped else None  # the rows' ball, before any shift
+        total = fit.rows.reduce(_clipped_sum, np.add, fit.clip)
         fit.centre = private_mean_of(total, fit.n, fit.radius, fit.budget.scaled(self.mean_share), fit.accountant,
                                      fit.rng, self.numerics)
         if _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows:
@@ -419,7 +422,7 @@ class _PrivateFit:
         (the rest of the budget) by the chosen mechanism, then post-processing."""
         mechanism, accountant, rng, components = fit.mechanism, fit.accountant, fit.rng, fit.components
         top_k = _draws_top_k(mechanism, components)
-        clip = fit.radius if fit.clipped else None
+        clip = fit.clip
         cov_budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical))
         # an array: add's sums, the release fit(array) always gave; streamed blocks: the faster pass, equal to rounding
         band_sums = _band_sums if fit.rows.kind == "array" and not len(fit.rows.drop) else _block_band_sums

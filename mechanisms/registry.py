@@ -22,7 +22,8 @@ import numpy as np
 from . import adaptive, coinpress, emcov, gaussian, laplace, pipeline, regression, stable, thresholding
 from .predictions import Prediction
 from .privacy import NOTIONS, ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
-from .problem import CovProblem
+from .problem import BandSums, CovProblem
+from .units import COUNT_SHARE, check_count_share, check_privacy_unit, private_count, resized_drop
 from .spectral import Spectral, as_matrix, clamp_eigenvalues
 
 
@@ -410,9 +411,16 @@ def check_options(name, options: dict) -> None:
 
 
 def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator, *,
-            options: dict | None = None, clamp: bool = True,
-            spectral: bool = False) -> tuple[np.ndarray | Spectral, Accountant]:
+            options: dict | None = None, clamp: bool = True, spectral: bool = False,
+            privacy_unit: str = "replace_one", count_share: float = COUNT_SHARE
+            ) -> tuple[np.ndarray | Spectral, Accountant]:
     """Run mechanism ``name`` on ``problem`` so that the output satisfies ``budget``.
+
+    ``privacy_unit``: "replace_one" (the papers' model: ``problem.n`` is public) or "add_remove" (a row's presence
+    is protected: ``count_share`` of the budget releases the count ñ, the rows are resized to ñ -- a random ñ of
+    them, or all padded with zero rows -- and the mechanism runs on them with ñ public: mechanisms/units.py). The
+    problem must then hold its rows (``CovProblem.from_rows(X, radius, rows=X)``); the returned accountant is of
+    the budget's notion, with the count's line and the mechanism's.
 
     ``name``: a built-in name, a plug-in's dotted path or short name, or a @register_mechanism
     function. The mechanism gets the largest budget of its own notion that implies ``budget`` and
@@ -435,6 +443,8 @@ def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator,
     if missing:
         raise ValueError(f"mechanism {mechanism.name!r} needs option(s) {missing} (no default), e.g. "
                          f"options={{{missing[0]!r}: ...}}")
+    if check_privacy_unit(privacy_unit) == "add_remove":
+        return _release_add_remove(mechanism, problem, budget, rng, options, clamp, spectral, count_share)
     accountant = Accountant(budget_guaranteeing(budget, mechanism.notion))
     estimate = mechanism.fn(problem, accountant, rng, **options)
     if mechanism.plugin:
@@ -449,3 +459,26 @@ def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator,
     if clamp:
         return clamp_eigenvalues(estimate, 0.0, problem.radius**2), accountant
     return as_matrix(estimate), accountant
+
+
+def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budget, rng: np.random.Generator,
+                        options: dict, clamp: bool, spectral: bool, count_share: float):
+    """release under add/remove neighbours (mechanisms/units.py): the count, the rows resized to it, the mechanism
+    at the rest of the budget with the released count public. Basic composition in one accountant."""
+    if mechanism.add_remove is not None:
+        raise ValueError(f"mechanism {mechanism.name!r} cannot protect a row's presence (privacy_unit='add_remove'): "
+                         f"{mechanism.add_remove}")
+    if problem.rows is None:
+        raise ValueError("release(privacy_unit='add_remove') resizes the rows to the released count: build the "
+                         "problem with its rows, CovProblem.from_rows(X, radius, rows=X)")
+    check_count_share(count_share)
+    accountant = Accountant(budget)
+    n_public = private_count(problem.n, budget.scaled(count_share), accountant, rng)
+    kept = np.delete(problem.rows, resized_drop(np.arange(problem.n), n_public, rng), axis=0)
+    resized = BandSums(problem.radius).add(kept).problem(ridge=problem.ridge, rows=kept, n_public=n_public)
+    rest = budget.scaled(1 - count_share)
+    estimate, inner = release(mechanism, resized, rest, rng, options=options, clamp=clamp, spectral=spectral)
+    accountant.spend(rest, mechanism.label)
+    accountant.ledger[-1:] = inner.ledger
+    accountant.released = inner.released
+    return estimate, accountant
