@@ -197,3 +197,71 @@ class Accountant:
 
     def fully_spent(self) -> bool:
         return all(abs(s - lim) <= _TOLERANCE * lim for s, lim in zip(self._spent, self._limit))
+
+
+# ---------------------------------------------------------------------------------------------------
+# rho-zCDP => (eps, delta)-DP, tight (Canonne, Kamath & Steinke 2020)
+
+
+def _zcdp_log_delta_at(rho: float, eps: float, t: float) -> float:
+    """ln of CKS's delta at Renyi order alpha = 1 + t: (alpha-1)(alpha rho - eps) - ln(alpha-1)
+    + alpha ln(1 - 1/alpha), written in t for alpha near 1. Every t > 0 gives a valid delta."""
+    return t * ((1 + t) * rho - eps) + t * math.log(t) - (1 + t) * math.log1p(t)
+
+
+def _zcdp_log_delta(rho: float, eps: float) -> float:
+    """ln delta(eps) of rho-zCDP: the infimum over alpha > 1 of CKS's bound. The bound's log is strictly convex
+    in alpha, with derivative (2 alpha - 1) rho + ln(1 - 1/alpha) - eps (increasing from -inf to +inf), so its
+    minimum is where that derivative vanishes: found by bisection on ln(alpha - 1). A point off the minimum
+    (or beyond floats' reach) still gives a valid, larger delta."""
+    def slope(t: float) -> float:
+        return (1 + 2 * t) * rho + math.log(t) - math.log1p(t) - eps
+    low, high = 1.0, 1.0
+    while slope(low) >= 0 and low > 1e-300:  # at rho >> eps the minimum lies below alpha = 1 + 1e-300
+        low /= 2
+    while slope(high) <= 0:
+        high *= 2
+    for _ in range(200):
+        middle = math.sqrt(low * high)
+        if not low < middle < high:
+            break
+        if slope(middle) <= 0:
+            low = middle
+        else:
+            high = middle
+    return min(_zcdp_log_delta_at(rho, eps, low), _zcdp_log_delta_at(rho, eps, high))
+
+
+def zcdp_delta(rho: float, eps: float) -> float:
+    """The delta at which rho-zCDP is (eps, delta)-DP by Canonne, Kamath & Steinke 2020 (Prop. 12 / Cor. 13):
+    delta = inf_{alpha > 1} exp((alpha - 1)(alpha rho - eps)) / (alpha - 1) * (1 - 1/alpha)^alpha."""
+    rho = _positive("rho", rho)
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    return min(1.0, math.exp(_zcdp_log_delta(rho, float(eps))))
+
+
+def zcdp_eps(rho: float, delta: float) -> float:
+    """The smallest eps for which rho-zCDP is (eps, delta)-DP by Canonne, Kamath & Steinke 2020 (Prop. 12 /
+    Cor. 13; what dp-accounting's Renyi accountant computes on its grid of orders, here over every order):
+    delta(eps) = inf_{alpha > 1} exp((alpha - 1)(alpha rho - eps)) / (alpha - 1) * (1 - 1/alpha)^alpha
+    decreases in eps, and eps is found by bisection, rounded up (delta(eps) <= delta). It never exceeds Bun &
+    Steinke's rho + 2 sqrt(rho ln(1/delta)) (``ZCDP.to_approx_dp``): CKS's factor (alpha-1)^(alpha-1) / alpha^alpha
+    is below 1 at every alpha. 0 when rho is so small that delta(0) <= delta already."""
+    rho = _positive("rho", rho)
+    delta = ApproxDP(1.0, delta).delta
+    target = math.log(delta)
+    if _zcdp_log_delta(rho, 0.0) <= target:
+        return 0.0
+    low, high = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    while _zcdp_log_delta(rho, high) > target:  # not expected (see above); float safety
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if not low < middle < high:
+            break
+        if _zcdp_log_delta(rho, middle) <= target:
+            high = middle
+        else:
+            low = middle
+    return high
