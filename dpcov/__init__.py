@@ -8,7 +8,8 @@ Budgets (``ZCDP``, ``PureDP``, ``ApproxDP``), the problem and ``release`` (any r
 plug-in by name), ``register_mechanism`` with what a plug-in may declare (``Prediction``, ``Bound``,
 ``AuditNeeds``), the error metrics, and scikit-learn estimators (``PrivateCovariance``, ``PrivatePCA``,
 ``PrivateRidge``; their defaults: dpcov/defaults.py), and ``local_cluster`` (Dask workers on this machine, for a
-fit on a Dask array or dataframe).
+fit on a Dask array or dataframe), and ``Session`` (one budget per dataset, charged by every release, its ledger
+in a locked file).
 
 dpcov is the one name the package installs: the suite's folders are its subpackages (``dpcov.mechanisms``,
 ``dpcov.data``, ``dpcov.experiments``, ``dpcov.figures``, ``dpcov.audits``; pyproject.toml's package-dir maps
@@ -31,11 +32,12 @@ if TYPE_CHECKING:  # what the names below are, for readers and the API reference
     from .data.chunks import local_cluster
     from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_variance_ratio
     from .experiments.metrics import METRICS
+    from .session import Session
     from .mechanisms import (MECHANISMS, Accountant, ApproxDP, AuditNeeds, Bound, BudgetExceeded, CovProblem, Facts,
                              Prediction, PureDP, Spectral, ZCDP, budget_guaranteeing, get_mechanism,
                              register_mechanism, release)
 
-_HOMES = {"local_cluster": ".data.chunks", "METRICS": ".experiments.metrics",
+_HOMES = {"local_cluster": ".data.chunks", "METRICS": ".experiments.metrics", "Session": ".session",
           **dict.fromkeys(("PrivateCovariance", "PrivatePCA", "PrivateRidge", "captured_variance_ratio"),
                           ".estimators"),
           **dict.fromkeys(("MECHANISMS", "Accountant", "ApproxDP", "AuditNeeds", "Bound", "BudgetExceeded",

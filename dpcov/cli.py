@@ -26,6 +26,8 @@ COMMANDS = {
     "head-to-head": ("head_to_head", "main", "dpcov's estimators against diffprivlib and OpenDP on real data "
                                              "(peers in their own interpreter: --peers-python)"),
     "table": ("table", "main", "print a summary.csv as a markdown table (rows: x values, columns: mechanisms)"),
+    "session": ("session", "main", "show a privacy session file (dpcov.Session): total, spent, remaining, "
+                                   "(eps, delta) and every release"),
 }
 
 

@@ -1,0 +1,419 @@
+"""One privacy budget per dataset, spent by every release and kept in one ledger (GUIDE.md §9; issue 54).
+
+    session = dpcov.Session(dpcov.ZCDP(1.0), privacy_unit="add_remove", path="census.dpsession")
+    release = session.charge(pca.budget, "PCA of the census")     # before the data are touched
+    pca.fit(X)
+    session.record(release, pca.ledger_)                         # the fit's sub-steps, in the same ledger
+    print(session.report(delta=1e-6))
+
+A session is a privacy filter: every release is charged before it runs and is refused (``BudgetExceeded``,
+nothing spent) when it would take the running sum past the total. Composition is exact for the notion: a
+zCDP session adds rho and takes an eps-DP release as eps^2/2 (Bun & Steinke 2016), a pure-DP session adds
+eps, an (eps, delta) session adds both (basic composition). Stopping when the sum would pass the total is
+valid even when each budget is chosen after seeing the earlier releases (fully adaptive composition:
+Feldman & Zrnic 2021 for Renyi DP and so zCDP; Whitehouse, Ramdas, Rogers & Wu 2023; for pure eps, Rogers,
+Roth, Ullman & Vadhan 2016). The session converts to (eps, delta) once, for all releases together
+(Canonne, Kamath & Steinke 2020), beside basic composition for comparison.
+
+With ``path=`` the ledger lives in a JSON file: every charge is a read-modify-write under an exclusive lock
+(``fcntl.flock`` on ``<path>.lock``) that re-reads the file, so a restarted process resumes what was spent
+and two processes cannot both spend the last share; the file is replaced atomically, and one that does
+not parse is refused, never reset. Without a path the ledger lives in this object only (a copy of it is
+the same session; it cannot be pickled to another process).
+"""
+from __future__ import annotations
+
+import copy
+import fcntl
+import json
+import math
+import os
+import tempfile
+import threading
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .mechanisms.privacy import (_TOLERANCE, NOTIONS, ApproxDP, Budget, BudgetExceeded, PureDP, ZCDP, _cost,
+                                 zcdp_eps)
+
+FORMAT = "dpcov-session"
+VERSION = 1
+PRIVACY_UNITS = ("add_remove", "replace_one")
+_NOTION_NAMES = {cls: name for name, cls in NOTIONS.items()}  # ZCDP -> "zcdp", PureDP -> "pure", ...
+
+
+def check_privacy_unit(unit) -> str:
+    if unit not in PRIVACY_UNITS:
+        raise ValueError(f"privacy_unit must be 'add_remove' (a row's presence is protected) or 'replace_one' "
+                         f"(n public, a row's content protected), got {unit!r}")
+    return unit
+
+
+def budget_to_dict(budget: Budget) -> dict:
+    """{"notion": "zcdp", "rho": 0.5}, {"notion": "pure", "eps": 1.0}, {"notion": "approx", "eps": .., "delta": ..}."""
+    if isinstance(budget, ZCDP):
+        return {"notion": "zcdp", "rho": budget.rho}
+    if isinstance(budget, PureDP):
+        return {"notion": "pure", "eps": budget.eps}
+    if isinstance(budget, ApproxDP):
+        return {"notion": "approx", "eps": budget.eps, "delta": budget.delta}
+    raise TypeError(f"a privacy budget must be dpcov.ZCDP, PureDP or ApproxDP, got {budget!r}")
+
+
+def budget_from_dict(data) -> Budget:
+    if not isinstance(data, dict) or data.get("notion") not in NOTIONS:
+        raise ValueError(f"not a budget: {data!r}")
+    fields = {key: value for key, value in data.items() if key != "notion"}
+    try:
+        return NOTIONS[data["notion"]](**fields)
+    except TypeError as err:  # missing or extra fields, or a value that is not a number
+        raise ValueError(f"not a budget: {data!r} ({err})") from None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Session:
+    """One privacy budget for one dataset, spent by every release (estimators' fits) and recorded in one ledger.
+
+    ``budget``: the total, ``ZCDP``, ``PureDP`` or ``ApproxDP``; a zCDP session also takes eps-DP releases
+    (as eps^2/2), an (eps, delta) one eps-DP releases (as (eps, 0)), a pure one only eps-DP releases.
+    ``privacy_unit``: "add_remove" or "replace_one", the neighbours every release must protect.
+    ``path``: where the ledger lives (JSON; created if absent, else resumed, and then its notion, total and
+    unit must be these). ``Session.open(path)`` resumes a file with the file's own budget and unit.
+
+    A release is charged before its data are touched (``charge``); one that would take the sum past the total
+    raises ``BudgetExceeded``, spends nothing and says what is left. Stopping there is a privacy filter, valid
+    for budgets chosen adaptively after earlier results (Feldman & Zrnic 2021; Whitehouse, Ramdas, Rogers &
+    Wu 2023). ``as_approx_dp(delta)`` converts what was spent once (Canonne, Kamath & Steinke 2020);
+    ``basic_composition(delta)`` converts each release on its own and adds them up, for comparison.
+    """
+
+    def __init__(self, budget: Budget, privacy_unit: str = "add_remove", path=None):
+        budget_to_dict(budget)  # a budget, or TypeError
+        self.total = budget
+        self.privacy_unit = check_privacy_unit(privacy_unit)
+        self.notion = type(budget)
+        self._limit = _cost(budget, self.notion)
+        self._memory: list[dict] = []  # the ledger when there is no path
+        self._thread_lock = threading.Lock()
+        self.path = None if path is None else Path(path)
+        if self.path is not None:
+            if self.path.is_dir():
+                raise ValueError(f"session path {self.path} is a directory, not a session file")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._locked():
+                if self.path.exists():
+                    self._check_matches(self._read())
+                else:
+                    self._write({"format": FORMAT, "version": VERSION, "notion": _NOTION_NAMES[self.notion],
+                                 "total": budget_to_dict(budget), "privacy_unit": self.privacy_unit,
+                                 "created": _now(), "releases": []})
+
+    @classmethod
+    def open(cls, path) -> "Session":
+        """Resume the session file ``path`` with its own budget and unit (FileNotFoundError if there is none;
+        ValueError if it is not a session file)."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no session file at {path}")
+        data = _parse(path, path.read_bytes())
+        return cls(budget_from_dict(data["total"]), data["privacy_unit"], path)
+
+    # -- the ledger ---------------------------------------------------------------------------------
+
+    @property
+    def releases(self) -> list[dict]:
+        """Every release, oldest first: {"id", "what", "budget" (as in the file), "time", "steps"}."""
+        return copy.deepcopy(self._releases())
+
+    @property
+    def spent(self) -> Budget | None:
+        """The sum of every release, in the session's notion (None before the first); re-read from the file."""
+        return self._as_budget(self._spent_of(self._releases()))
+
+    @property
+    def remaining(self) -> Budget | None:
+        """What is left of the total, in the session's notion (None when nothing is)."""
+        spent = self._spent_of(self._releases())
+        return self._as_budget(tuple(lim - s for lim, s in zip(self._limit, spent)))
+
+    def charge(self, budget: Budget, what: str) -> str:
+        """Charge a release of ``budget`` before it touches the data; the id of its ledger entry (uuid4 hex).
+
+        BudgetExceeded (nothing spent) when it would take the sum past the total; TypeError for a budget the
+        session's notion cannot take (an (eps, delta) release in a zCDP or pure session, a zCDP one in a pure
+        or (eps, delta) session) and ValueError for an empty ``what``: nothing spent either."""
+        cost = self._cost(budget)
+        if not isinstance(what, str) or not what.strip():
+            raise ValueError(f"what must say what the release is (a non-empty string), got {what!r}")
+        entry = {"id": uuid.uuid4().hex, "what": what, "budget": budget_to_dict(budget), "time": _now(),
+                 "steps": []}
+
+        def add(releases: list[dict]) -> None:
+            spent = self._spent_of(releases)
+            after = tuple(s + c for s, c in zip(spent, cost))
+            if any(a > lim * (1 + _TOLERANCE) for a, lim in zip(after, self._limit)):
+                left = self._as_budget(tuple(lim - s for lim, s in zip(self._limit, spent)))
+                where = f" ({self.path})" if self.path is not None else ""
+                raise BudgetExceeded(
+                    f"{what}: charging {budget} would exceed the session's total {self.total}{where}: "
+                    f"{'nothing is left' if left is None else f'{left} is left'} "
+                    f"(spent {self._as_budget(spent) or 'nothing'} over "
+                    f"{len(releases)} release{'s' * (len(releases) != 1)}); nothing was charged")
+            releases.append(entry)
+
+        self._update(add)
+        return entry["id"]
+
+    def record(self, release_id: str, steps) -> None:
+        """Attach a release's sub-steps, ``[(what, budget), ...]`` (an estimator's ``ledger_``), to its entry.
+
+        Steps are what the release spent inside its charge: where they compose in the release's notion, they
+        must not add up to more than it (ValueError). Calling again adds more steps."""
+        rows = []
+        for step in steps:
+            if not (isinstance(step, (tuple, list)) and len(step) == 2 and isinstance(step[0], str)):
+                raise ValueError(f"a step is (what: str, budget), got {step!r}")
+            rows.append({"what": step[0], "budget": budget_to_dict(step[1])})
+
+        def attach(releases: list[dict]) -> None:
+            entry = next((r for r in releases if r["id"] == release_id), None)
+            if entry is None:
+                raise ValueError(f"no release {release_id!r} in this session"
+                                 + (f" ({self.path})" if self.path is not None else ""))
+            charged = budget_from_dict(entry["budget"])
+            try:
+                limit = _cost(charged, type(charged))
+                total = [0.0] * len(limit)
+                for row in entry["steps"] + rows:
+                    total = [t + c for t, c in zip(total, _cost(budget_from_dict(row["budget"]), type(charged)))]
+            except TypeError:  # steps of another notion (a zCDP mechanism inside an (eps, delta) release)
+                total, limit = (), ()
+            if any(t > lim * (1 + _TOLERANCE) for t, lim in zip(total, limit)):
+                raise ValueError(f"the steps of release {entry['what']!r} spend more than its charge {charged}")
+            entry["steps"].extend(rows)
+
+        self._update(attach)
+
+    # -- (eps, delta) -------------------------------------------------------------------------------
+
+    def as_approx_dp(self, delta: float) -> ApproxDP | None:
+        """What every release so far guarantees together, as (eps, delta)-DP, converted once (None before the
+        first release). A zCDP session: its rho by Canonne, Kamath & Steinke 2020 (``zcdp_eps``; tighter than
+        rho + 2 sqrt(rho ln(1/delta))), or, when smaller, its zCDP releases' rho so converted plus its pure
+        releases' eps (at every Renyi order an eps-DP release costs at most eps: Mironov 2017; the sum then
+        converts as above): both are valid, so is the smaller. A pure session: its eps as (eps, 0), stated at
+        ``delta``. An (eps, delta) session: its sums (basic composition; at ``delta`` when every release was
+        pure). For budgets fixed in advance; for budgets chosen after earlier results the filter guarantees
+        the total (``report`` shows its conversion too)."""
+        delta = ApproxDP(1.0, delta).delta
+        return _together([budget_from_dict(entry["budget"]) for entry in self._releases()], self.notion, delta)
+
+    def basic_composition(self, delta: float) -> ApproxDP | None:
+        """For comparison: each release converted on its own at delta / (number of releases) (a zCDP release by
+        ``zcdp_eps``; a pure one is (eps, 0); an (eps, delta) one is itself), then the eps and deltas added
+        (the deltas add up to at most ``delta``; the result is stated at ``delta``). None before the first."""
+        delta = ApproxDP(1.0, delta).delta
+        return _basic([budget_from_dict(entry["budget"]) for entry in self._releases()], delta)
+
+    def report(self, delta: float = 1e-6) -> str:
+        """Human-readable: the total, spent, remaining, both (eps, delta) routes, and the ledger."""
+        delta = ApproxDP(1.0, delta).delta
+        releases = self._releases()
+        spent = self._as_budget(self._spent_of(releases))
+        left = self._as_budget(tuple(lim - s for lim, s in zip(self._limit, self._spent_of(releases))))
+        lines = [f"session{f' {self.path}' if self.path is not None else ' (in memory)'}",
+                 f"  total      {self.total}   privacy unit: {self.privacy_unit}",
+                 f"  spent      {spent or 'nothing'}   ({len(releases)} release{'s' * (len(releases) != 1)})",
+                 f"  remaining  {left or 'nothing'}"]
+        budgets = [budget_from_dict(entry["budget"]) for entry in releases]  # one reading of the file
+        lines += [f"  as (eps, delta)-DP at delta = {delta:g}:",
+                  f"    the whole total      {_together([self.total], self.notion, delta)}   (what the filter "
+                  f"guarantees once all is spent, whatever budgets are chosen)"]
+        if releases:
+            lines += [f"    releases so far      {_together(budgets, self.notion, delta)}   (converted once, "
+                      f"together)",
+                      f"    basic composition    {_basic(budgets, delta)}   (each release on its own"
+                      + (f" at delta/{len(releases)}" if self.notion is ZCDP else "") + ", then added)"]
+            lines.append("  ledger:")
+            for entry in releases:
+                lines.append(f"    {entry['time']}  {budget_from_dict(entry['budget'])!s:<16}  {entry['what']}"
+                             f"  [{entry['id'][:8]}]")
+                lines += [f"        {budget_from_dict(step['budget'])!s:<16}  {step['what']}"
+                          for step in entry["steps"]]
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"Session({self.total!r}, privacy_unit={self.privacy_unit!r}, path={self.path!r})"
+
+    # A copy is the same session (a copied object must not start a second budget); another process reaches
+    # a session only through its file.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        if self.path is None:
+            raise TypeError("an in-memory dpcov.Session cannot be pickled (another process would spend a budget "
+                            "of its own): give it path= and open the file there")
+        return (Session.open, (str(self.path),))
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _cost(self, budget) -> tuple[float, ...]:
+        budget_to_dict(budget)  # a budget, or TypeError
+        try:
+            return _cost(budget, self.notion)
+        except TypeError:
+            raise TypeError(f"a {self.notion.__name__} session ({self.total}) cannot take a "
+                            f"{type(budget).__name__} release ({budget}); nothing was charged") from None
+
+    def _spent_of(self, releases: list[dict]) -> tuple[float, ...]:
+        spent = tuple(0.0 for _ in self._limit)
+        for entry in releases:
+            spent = tuple(s + c for s, c in zip(spent, _cost(budget_from_dict(entry["budget"]), self.notion)))
+        return spent
+
+    def _as_budget(self, values: tuple[float, ...]) -> Budget | None:
+        if values[0] <= _TOLERANCE * self._limit[0]:
+            return None
+        if self.notion is ApproxDP and values[1] <= 0:
+            return PureDP(values[0])
+        return self.notion(*values)
+
+    def _releases(self) -> list[dict]:
+        if self.path is None:
+            return self._memory
+        data = self._read()  # whole files only (atomic replace): no lock needed to read
+        self._check_matches(data)
+        return data["releases"]
+
+    def _update(self, change) -> None:
+        """Apply ``change(releases)`` (which may raise: then nothing is written) under the lock, to the ledger
+        as it is now (re-read from the file inside the lock)."""
+        with self._thread_lock:
+            if self.path is None:
+                releases = copy.deepcopy(self._memory)
+                change(releases)
+                self._memory[:] = releases
+                return
+            with self._locked():
+                data = self._read()
+                self._check_matches(data)
+                change(data["releases"])
+                self._write(data)
+
+    @contextmanager
+    def _locked(self):
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock; the lock file stays (removing it would race)
+
+    def _read(self) -> dict:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            raise ValueError(f"session file {self.path} has disappeared; refusing to start its budget "
+                             f"again (restore the file)") from None
+        return _parse(self.path, raw)
+
+    def _write(self, data: dict) -> None:
+        text = json.dumps(data, indent=1) + "\n"
+        fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def _check_matches(self, data: dict) -> None:
+        held = budget_from_dict(data["total"])
+        if held != self.total or data["privacy_unit"] != self.privacy_unit:
+            raise ValueError(f"session file {self.path} holds a {data['notion']} session of total {held}, "
+                             f"privacy unit {data['privacy_unit']!r}; not {self.total}, {self.privacy_unit!r} "
+                             f"(use Session.open to resume it as it is; the file is left unchanged)")
+
+
+def _together(budgets: list[Budget], notion: type, delta: float) -> ApproxDP | None:
+    """``Session.as_approx_dp`` of releases of these budgets (None if there are none)."""
+    if not budgets:
+        return None
+    if notion is ZCDP:
+        rho = sum(_cost(b, ZCDP)[0] for b in budgets)
+        zcdp_rho = sum(b.rho for b in budgets if isinstance(b, ZCDP))
+        pure_eps = sum(b.eps for b in budgets if isinstance(b, PureDP))
+        split = (zcdp_eps(zcdp_rho, delta) if zcdp_rho > 0 else 0.0) + pure_eps
+        return ApproxDP(max(min(zcdp_eps(rho, delta), split), math.ulp(0.0)), delta)
+    if notion is PureDP:
+        return ApproxDP(sum(b.eps for b in budgets), delta)
+    eps = sum(b.eps for b in budgets)
+    deltas = sum(b.delta for b in budgets if isinstance(b, ApproxDP))
+    return ApproxDP(eps, deltas if deltas > 0 else delta)
+
+
+def _basic(budgets: list[Budget], delta: float) -> ApproxDP | None:
+    """``Session.basic_composition`` of releases of these budgets (None if there are none)."""
+    if not budgets:
+        return None
+    share = delta / len(budgets)
+    eps, deltas = 0.0, 0.0
+    for budget in budgets:
+        if isinstance(budget, ZCDP):
+            eps, deltas = eps + zcdp_eps(budget.rho, share), deltas + share
+        elif isinstance(budget, PureDP):
+            eps += budget.eps
+        else:
+            eps, deltas = eps + budget.eps, deltas + budget.delta
+    return ApproxDP(max(eps, math.ulp(0.0)), max(deltas, delta))
+
+
+def _parse(path: Path, raw: bytes) -> dict:
+    """The file's content, checked whole; ValueError naming the file otherwise (it is never reset)."""
+    def refuse(why: str):
+        return ValueError(f"{path} is not a readable dpcov session file ({why}); refusing it rather than "
+                          f"starting its budget again: restore or move it")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise refuse(f"not JSON: {err}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise refuse(f"no \"format\": \"{FORMAT}\"")
+    if data.get("version") != VERSION:
+        raise refuse(f"version {data.get('version')!r}; this dpcov reads version {VERSION}")
+    try:
+        notion = NOTIONS[data["notion"]]
+        total = budget_from_dict(data["total"])
+        if type(total) is not notion:
+            raise ValueError(f"its total {total} is not of its notion {data['notion']!r}")
+        check_privacy_unit(data["privacy_unit"])
+        releases = data["releases"]
+        if not isinstance(releases, list):
+            raise ValueError("releases is not a list")
+        spent = tuple(0.0 for _ in _cost(total, notion))
+        for entry in releases:
+            if not (isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("id", "what", "time"))
+                    and isinstance(entry.get("steps"), list)):
+                raise ValueError(f"a release lacks an id, what, time or steps: {entry!r}")
+            spent = tuple(s + c for s, c in zip(spent, _cost(budget_from_dict(entry["budget"]), notion)))
+            for step in entry["steps"]:
+                if not (isinstance(step, dict) and isinstance(step.get("what"), str)):
+                    raise ValueError(f"a step lacks what: {step!r}")
+                budget_from_dict(step.get("budget"))
+        if any(s > lim * (1 + _TOLERANCE) for s, lim in zip(spent, _cost(total, notion))):
+            raise ValueError(f"its releases spend more than its total {total}")
+    except (KeyError, TypeError, ValueError) as err:
+        raise refuse(f"{type(err).__name__}: {err}") from None
+    return data
