@@ -78,7 +78,7 @@ def test_a_private_regressor_at_a_realistic_budget_fails_only_the_accuracy_check
 def test_covariance_agrees_with_empirical_covariance_at_a_huge_budget(data, centering, mechanism, budget):
     X, _ = data
     cov = dpcov.PrivateCovariance(mechanism=mechanism, budget=budget, radius=1.0, centering=centering,
-                                  random_state=1).fit(X)
+                                  random_state=1, privacy_unit="replace_one").fit(X)  # n public: nothing rounds it
     exact = EmpiricalCovariance(assume_centered=centering == "assume_centered").fit(X)
     assert np.allclose(cov.covariance_, exact.covariance_, atol=1e-5)
     assert np.allclose(cov.location_, exact.location_, atol=1e-5)
@@ -117,18 +117,19 @@ def test_ridge_agrees_with_ridge_at_a_huge_budget(data, centering, intercept):
 @pytest.mark.filterwarnings("ignore:mechanism .* has no hardened numerics")  # an eigenvector sampler, named
 def test_the_budget_is_spent_as_declared(data):
     X, y = data
-    cov = dpcov.PrivateCovariance(mechanism="separate", budget=dpcov.ZCDP(0.4), mean_share=0.25, **DECLARED).fit(X)
+    cov = dpcov.PrivateCovariance(mechanism="separate", budget=dpcov.ZCDP(0.4), mean_share=0.25, **DECLARED,
+                                  privacy_unit="replace_one").fit(X)
     assert cov.budget_spent_ == dpcov.ZCDP(0.4)
     assert (step(cov.ledger_[0][0]), cov.ledger_[0][1]) == ("mean (centring)", dpcov.ZCDP(0.1))
     assert sum(b.rho for _, b in cov.ledger_[1:]) == pytest.approx(0.3)
     centred = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.4), radius=1.0,
-                                      centering="assume_centered").fit(X)
-    assert [(step(what), b) for what, b in centred.ledger_] == [("covariance: GaussCov: noisy covariance",
-                                                                 dpcov.ZCDP(0.4))]
+                                      centering="assume_centered").fit(X)  # add_remove: the count first
+    assert [(step(what).split(" noise of")[0], b) for what, b in centred.ledger_] == [
+        ("count: discrete Gaussian", dpcov.ZCDP(0.008)), ("covariance: GaussCov: noisy covariance", dpcov.ZCDP(0.392))]
     assert np.array_equal(centred.location_, np.zeros(X.shape[1]))
     pca = dpcov.PrivatePCA(2, mechanism="ad", budget=dpcov.PureDP(1.0), **DECLARED).fit(X)
     steps = [b.eps for what, b in pca.ledger_ if "eigenvector" in what]
-    assert len(steps) == 2 and sum(steps) == pytest.approx(0.45)  # eps/2 of the covariance's 0.9, over k = 2
+    assert len(steps) == 2 and sum(steps) == pytest.approx(0.44)  # eps/2 of the covariance's 0.88, over k = 2
     ridge = dpcov.PrivateRidge(mechanism="lap", budget=dpcov.PureDP(1.0), **DECLARED).fit(X, y)
     assert ridge.budget_spent_ == dpcov.PureDP(1.0)
 
@@ -336,7 +337,8 @@ def test_auto_falls_back_when_its_choice_releases_nothing():
     warning; the zero mechanism (which spends nothing) is never replaced; PrivateCovariance keeps the zero."""
     rng = np.random.default_rng(2)
     X = rng.standard_normal((300, 2)) * [0.3, 0.1] @ np.array([[0.6, 0.8], [-0.8, 0.6]])
-    common = dict(budget=dpcov.PureDP(1.0), radius=1.0, centering="private", random_state=0)
+    common = dict(budget=dpcov.PureDP(1.0), radius=1.0, centering="private", random_state=0,
+                  privacy_unit="replace_one")
     assert dpcov.defaults.advise("pca", 300, 2, dpcov.PureDP(1.0), 1).mechanism == "adaptive_lap"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no zero release left
