@@ -17,11 +17,13 @@ from dpcov.data.registry import get_dataset
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP
 from dpcov.mechanisms.noise import NUMERICS
 from dpcov.mechanisms.registry import check_options, get_mechanism
+from dpcov.mechanisms.units import COUNT_SHARE, PRIVACY_UNITS, check_count_share
 
 from .metrics import check_metrics
 from .seeding import canonical
 
 BUDGET_PARAMS = ("rho", "eps", "delta")
+ADD_REMOVE_LABEL = " (add/remove)"  # appended to a line's label under privacy_unit=add_remove
 SCALES = ("paper", "small", "smoke")
 EXECUTORS = ("local", "dask")
 # Keys a user may set on the command line without Hydra's "+": run.py adds "++" for them.
@@ -55,6 +57,15 @@ class Line:
     label: str
     options: dict
     budget: dict  # budget parameters that override the grid point's
+    # "replace_one" (the papers' model, n public) or "add_remove" (a row's presence protected: release's
+    # count, the rows resized to it; mechanisms/units.py)
+    privacy_unit: str = "replace_one"
+
+    def spec(self) -> dict:
+        """What defines the line (run.json's variants): the unit only when it is not the papers' replace_one,
+        so the records of every replace-one line stay as they were."""
+        fields = {"mechanism": self.mechanism, "label": self.label, "options": self.options, "budget": self.budget}
+        return fields if self.privacy_unit == "replace_one" else {**fields, "privacy_unit": self.privacy_unit}
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,10 @@ class Experiment:
     dask_scheduler: str | None = None  # Dask scheduler address; None: a LocalCluster on this machine
     variants: dict = field(default_factory=dict)  # name -> Line for names that are not mechanisms
     trials_per_mechanism: dict = field(default_factory=dict)  # name -> fewer trials (slow mechanisms)
+    # Every line's privacy unit unless its variant sets one: "replace_one" (the papers' model, the committed
+    # figures) or "add_remove" (release(privacy_unit="add_remove"): count_share of each budget on the count)
+    privacy_unit: str = "replace_one"
+    count_share: float = COUNT_SHARE
     resolved: dict = field(default_factory=dict, compare=False)  # the config as run (for config.yaml)
 
     def grid(self) -> list[dict]:
@@ -102,7 +117,14 @@ class Experiment:
     def line(self, name: str) -> Line:
         if name in self.variants:
             return self.variants[name]
-        return Line(name, get_mechanism(name).label, self.mechanism_options.get(name, {}), {})
+        label = get_mechanism(name).label
+        if self.privacy_unit == "add_remove":
+            label += ADD_REMOVE_LABEL
+        return Line(name, label, self.mechanism_options.get(name, {}), {}, self.privacy_unit)
+
+    def add_remove(self) -> bool:
+        """Whether any line runs under add/remove neighbours (its problems must then hold their rows)."""
+        return any(self.line(m).privacy_unit == "add_remove" for m in self.mechanisms)
 
     def budget(self, name: str, point: dict):
         """The privacy budget line ``name`` runs at, at grid point ``point``."""
@@ -114,9 +136,13 @@ class Experiment:
                        "metrics": list(self.metrics), "mechanism_options": self.mechanism_options,
                        "clamp_eigenvalues": self.clamp_eigenvalues}
         if self.variants:
-            fingerprint["variants"] = {k: vars(v) for k, v in self.variants.items()}
+            fingerprint["variants"] = {k: v.spec() for k, v in self.variants.items()}
         if self.ridge_alpha is not None:
             fingerprint["ridge_alpha"] = self.ridge_alpha
+        if self.privacy_unit != "replace_one":  # absent: the papers' unit (every run.json written before it)
+            fingerprint["privacy_unit"] = self.privacy_unit
+        if self.add_remove():
+            fingerprint["count_share"] = self.count_share
         return fingerprint
 
 
@@ -242,7 +268,8 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
     if len(set(mechanisms)) != len(mechanisms):
         raise ConfigError(f"mechanisms has repeated names: {mechanisms}")
     options = {k: dict(v or {}) for k, v in (raw.get("mechanism_options") or {}).items()}
-    variants = _variants(raw.get("variants") or {})
+    privacy_unit = _privacy_unit("privacy_unit", raw.get("privacy_unit", "replace_one"))
+    variants = _variants(raw.get("variants") or {}, privacy_unit)
     numerics = raw.get("numerics", "idealized")
     if numerics not in NUMERICS:
         raise ConfigError(f"numerics must be one of {NUMERICS}, got {numerics!r}")
@@ -315,7 +342,20 @@ def build_experiment(cfg, overrides: list[str] = ()) -> Experiment:
         dask_scheduler=raw.get("dask_scheduler"),
         variants={k: v for k, v in variants.items() if k in mechanisms}, resolved=raw,
         trials_per_mechanism={k: v for k, v in per_mechanism.items() if k in mechanisms},
+        privacy_unit=privacy_unit,
     )
+    count_share = raw.get("count_share")
+    if count_share is not None:
+        if not experiment.add_remove():
+            raise ConfigError(f"count_share={count_share!r} is the count's share of the budget under "
+                              f"privacy_unit=add_remove; every line here is replace_one (n public, nothing spent on "
+                              f"it): set privacy_unit=add_remove or drop count_share")
+        try:
+            count_share = check_count_share(count_share)
+        except ValueError as err:
+            raise ConfigError(f"{err} (the share of each line's budget spent on the row count under "
+                              f"privacy_unit=add_remove; default {COUNT_SHARE})") from None
+        experiment = dataclasses.replace(experiment, count_share=count_share)
     for point in experiment.grid():
         for name in experiment.mechanisms:
             experiment.budget(name, point)
@@ -352,11 +392,20 @@ def _points(params: dict, sweep: dict):
         yield {**params, **dict(zip(names, values))}
 
 
-VARIANT_KEYS = {"mechanism", "label", "options", "budget"}
+VARIANT_KEYS = {"mechanism", "label", "options", "budget", "privacy_unit"}
 
 
-def _variants(raw: dict) -> dict[str, Line]:
-    """Validate ``variants: {name: {mechanism, label, options, budget}}``."""
+def _privacy_unit(key: str, value) -> str:
+    if value not in PRIVACY_UNITS:
+        raise ConfigError(f"{key} must be one of {PRIVACY_UNITS} -- replace_one: the papers' model (n public, a "
+                          f"row's content protected; the committed figures), add_remove: a row's presence "
+                          f"protected (the count released with count_share of the budget) -- got {value!r}")
+    return value
+
+
+def _variants(raw: dict, privacy_unit: str = "replace_one") -> dict[str, Line]:
+    """Validate ``variants: {name: {mechanism, label, options, budget, privacy_unit}}``. A variant without its
+    own privacy_unit takes the experiment's (``privacy_unit``); under add_remove its label says so."""
     variants = {}
     for name, spec in raw.items():
         spec = dict(spec or {})
@@ -372,8 +421,13 @@ def _variants(raw: dict) -> dict[str, Line]:
         budget = dict(spec.get("budget") or {})
         if set(budget) - set(BUDGET_PARAMS):
             raise ConfigError(f"variant {name!r}: budget may set {BUDGET_PARAMS}, got {sorted(budget)}")
-        variants[name] = Line(mechanism.name, str(spec.get("label", name)), dict(spec.get("options") or {}),
-                              budget)
+        unit = _privacy_unit(f"variants.{name}.privacy_unit", spec.get("privacy_unit", privacy_unit))
+        if "label" in spec:
+            label = str(spec["label"]) + (ADD_REMOVE_LABEL if "privacy_unit" not in spec and unit == "add_remove"
+                                          else "")
+        else:
+            label = name if unit == "replace_one" else mechanism.label + ADD_REMOVE_LABEL
+        variants[name] = Line(mechanism.name, label, dict(spec.get("options") or {}), budget, unit)
     return variants
 
 

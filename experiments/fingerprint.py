@@ -67,9 +67,10 @@ def _fingerprint(text: str) -> list[float] | str:
     for n in (400, LARGE_PROBE):
         problem = probe_problem(n)
         try:
+            unit = {k: spec[k] for k in ("privacy_unit", "count_share") if k in spec}  # an add_remove line's
             estimate, accountant = release(spec["mechanism"], problem, budget,
                                            generator(0, "fingerprint", spec["mechanism"]),
-                                           options=spec.get("options") or {})
+                                           options=spec.get("options") or {}, **unit)
         except (ValueError, ArithmeticError, RuntimeError) as err:
             outcome = f"error: {type(err).__name__}: {err}"
             continue

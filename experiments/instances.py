@@ -55,7 +55,9 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
         ridge = None
         if experiment.ridge_alpha is not None and data.target is not None:
             ridge = RidgeTask(data.target, float(experiment.ridge_alpha))
-        if data.statistics is not None:  # rows summed a block at a time (a streamed table)
+        if experiment.add_remove():
+            problem = _rows_problem(experiment, data, ridge)
+        elif data.statistics is not None:  # rows summed a block at a time (a streamed table)
             problem = data.statistics.problem(ridge=ridge)
         elif data.X is None:  # a simulated statistic (Data.sigma of Data.n rows)
             problem = CovProblem.from_sigma(data.sigma, data.n, radius=data.radius)
@@ -64,6 +66,23 @@ def build_instance(experiment: Experiment, point: dict, trial: int | None = None
     truth = problem.sigma if data.truth is None else data.truth
     return Instance(problem, truth, {"data_trace": problem.trace,
                                      **{f"data_{k}": v for k, v in data.info.items()}})
+
+
+def _rows_problem(experiment: Experiment, data, ridge) -> CovProblem:
+    """The problem of a grid point where a line runs under privacy_unit=add_remove: it holds its (bounded) rows,
+    which release resizes to each trial's released count (mechanisms/units.py). Only then are rows carried."""
+    why = None
+    if data.X is None:
+        why = ("gives no rows: " + ("its rows are summed a block at a time (a streamed table)"
+                                    if data.statistics is not None else "a simulated statistic (Sigma of n rows)"))
+    elif data.rows_unbounded is not None:
+        why = ("gives its mechanisms raw rows outside the norm ball (CovProblem.rows, for the stable mechanisms), "
+               "where release resizes the problem's rows as rows in the ball")
+    if why is not None:
+        raise ValueError(f"privacy_unit=add_remove needs the dataset's rows, to resize them to each trial's "
+                         f"released count; dataset {experiment.dataset!r} {why}: run it with "
+                         f"privacy_unit=replace_one")
+    return CovProblem.from_rows(data.X, radius=data.radius, ridge=ridge, rows=data.X)
 
 
 def spectra_frame(experiment: Experiment) -> pd.DataFrame:

@@ -55,8 +55,10 @@ def line_spec(experiment: Experiment, name: str) -> str:
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else canonical(value)
 
     line = experiment.line(name)
-    return json.dumps(plain({"mechanism": line.mechanism, "options": line.options, "budget": line.budget}),
-                      sort_keys=True, separators=(",", ":"))
+    spec = {"mechanism": line.mechanism, "options": line.options, "budget": line.budget}
+    if line.privacy_unit != "replace_one":  # absent: the papers' unit (every line committed before it)
+        spec.update(privacy_unit=line.privacy_unit, count_share=experiment.count_share)
+    return json.dumps(plain(spec), sort_keys=True, separators=(",", ":"))
 
 
 def run_identity(experiment: Experiment, point: dict, name: str, trial: int) -> dict:
@@ -67,6 +69,8 @@ def run_identity(experiment: Experiment, point: dict, name: str, trial: int) -> 
                 "clamp_eigenvalues": experiment.clamp_eigenvalues}
     if experiment.ridge_alpha is not None:
         identity["ridge_alpha"] = experiment.ridge_alpha
+    if experiment.add_remove():  # a column where any line protects membership (none: every run is replace_one)
+        identity["privacy_unit"] = experiment.line(name).privacy_unit
     return {**identity, **{p: point[p] for p in experiment.param_names()}}
 
 
@@ -132,8 +136,10 @@ def run_trials(experiment: Experiment, instance: Instance | None, points: list[d
                     rng = generator(experiment.seed, "trial", experiment.dataset, *params_key(point),
                                     trial, name)
                     start = time.perf_counter()
+                    unit = {} if line.privacy_unit == "replace_one" else \
+                        {"privacy_unit": line.privacy_unit, "count_share": experiment.count_share}
                     estimate, accountant = release(line.mechanism, problem, budget, rng, options=line.options,
-                                                   clamp=experiment.clamp_eigenvalues)
+                                                   clamp=experiment.clamp_eigenvalues, **unit)
                     seconds = time.perf_counter() - start
                     row = {"experiment": experiment.name, **run_identity(experiment, point, name, trial),
                            "budget": str(budget), "spent": str(accountant.spent),
@@ -292,7 +298,8 @@ def summarise(experiment: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
                          f"trial {first.trial} at {', '.join(f'{p}={first[p]}' for p in names)}), as two runs "
                          f"writing at once leave them; summary refused: keep one row per run or start over")
     values = [f"err_{m}" for m in experiment.metrics] + ["seconds"]
-    group = ["experiment", "dataset", "mechanism", "label", *names]
+    group = ["experiment", "dataset", "mechanism", "label", *(["privacy_unit"] if experiment.add_remove() else []),
+             *names]
     # Rows arrive in the order tasks finished: sort them (lines in the experiment's order, then the
     # grid, then trials) so the sums, hence the summary, are the same bits for any n_jobs or run.
     order = {m: i for i, m in enumerate(experiment.mechanisms)}

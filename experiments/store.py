@@ -21,7 +21,7 @@ from .seeding import canonical
 
 LOCK_WAIT = 10.0  # seconds a second run in the same output_dir waits for the first before stopping
 TEXT_COLUMNS = {"experiment": str, "dataset": str, "mechanism": str, "label": str, "line": str,
-                "budget": str, "spent": str, "released": str}
+                "budget": str, "spent": str, "released": str, "privacy_unit": str}
 
 
 class OutputDirError(ValueError):
