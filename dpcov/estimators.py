@@ -168,9 +168,10 @@ class _PrivateFit:
     A session (``session=``) is charged the whole budget before the first step reads any row, and gets the ledger
     after the last."""
 
-    def _check_static(self):
-        """Every declaration that needs no row and no count (bad input spends nothing: checked before a session
-        is charged)."""
+    def _check_static(self, n: int | None = None, d: int | None = None, components: int | None = None):
+        """Every declaration that needs no row (bad input spends nothing: checked before a session is charged).
+        ``n``: the public row count under replace_one; under add_remove (None) the count is not known yet, so the
+        shares must leave the covariance a part even where auto would release the median norm."""
         if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
             raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
         check_numerics(self.numerics)
@@ -203,7 +204,9 @@ class _PrivateFit:
             _share("mean_share", self.mean_share)
         if self.mechanism == "auto" and self.auto_share != 0:  # 0: never release the median (public facts only)
             _share("auto_share", self.auto_share)
-        spent = self._spent_before_release(typical_released=self.mechanism == "auto")
+        typical = self.mechanism == "auto" and (n is None or releases_typical(
+            TASKS[type(self).__name__], n, d, self.budget, components, self.auto_share))
+        spent = self._spent_before_release(typical_released=typical)
         if spent >= 1:
             raise ValueError(f"count_share (add_remove) + radius_share + mean_share (+ auto_share where "
                              f"mechanism='auto' releases the median norm) must leave the covariance a share of the "
@@ -393,11 +396,12 @@ class _PrivateFit:
           mechanisms that adapt to the rows' norms (``Mechanism.centre_rows``: AdaptiveCov clips the
           centred rows at a private radius, often far inside the declared one).
         """
-        self._check_static()
+        rows = X if isinstance(X, Rows) else Rows(X)
+        check_privacy_unit(self.privacy_unit)
+        self._check_static(rows.n if self.privacy_unit == "replace_one" else None, rows.d, components)
         if persons is not None and self.max_rows_per_person is None:
             raise ValueError("persons= needs max_rows_per_person=k: each person's rows beyond k are dropped, and "
                              "the fit is private for the person by group privacy over k rows")
-        rows = X if isinstance(X, Rows) else Rows(X)
         k = self.max_rows_per_person if persons is not None else 1
         budget = person_budget(self.budget, k)
         charge = None

@@ -77,7 +77,7 @@ def private_count(n: int, budget, accountant: Accountant, rng: np.random.Generat
     """ñ = max(1, n + Z) at ``budget`` (``count_noise``), spent through ``accountant``. Exact integers: no float
     ever carries n, so nothing leaks from low bits (hardened whatever the numerics)."""
     kind, scale = count_noise(budget)
-    accountant.spend(budget, f"{what}: {kind} noise of scale {scale:.4g} on the row count (sensitivity 1)")
+    accountant.spend(budget, f"{what} (hardened: {kind} of scale {scale:.4g} on the integers, sensitivity 1)")
     z = noise.discrete_laplace(scale, 1, rng)[0] if kind == "discrete Laplace" else \
         noise.discrete_gaussian(scale, 1, rng)[0]
     return max(1, int(n) + int(z))

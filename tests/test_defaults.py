@@ -85,7 +85,7 @@ def test_norm_bound_refuses_bad_norms():
 def test_radius_private_is_in_the_ledger_and_clips_to_the_released_bound():
     X = _rows(scale=3.0)  # norms up to 3: no public bound is passed
     cov = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(0.5), radius="private",
-                                  centering="assume_centered", random_state=0).fit(X)
+                                  centering="assume_centered", random_state=0, privacy_unit="replace_one").fit(X)
     assert steps(cov.ledger_)[:2] == [("norm bound: SVT", dpcov.PureDP(math.sqrt(2 * 0.05))),
                                       ("covariance: GaussCov: noisy covariance", dpcov.ZCDP(0.45))]
     assert cov.budget_spent_ == dpcov.ZCDP(0.5)
@@ -338,8 +338,12 @@ def test_auto_releases_the_typical_norm_only_where_it_matters_and_can(monkeypatc
     for shares in ({"auto_share": 1.5}, {"auto_share": -0.1}, {"auto_share": 0.5, "mean_share": 0.5}):
         with pytest.raises(ValueError, match="auto_share"):
             dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", **shares).fit(X)
-    # where the median is not released, its share is not counted against the others
-    dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", mean_share=0.99).fit(X[:300])
+    # where the median is not released, its share is not counted against the others: with n public (replace_one);
+    # under add_remove the count is released after the shares are checked, so auto_share counts wherever auto runs
+    dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", mean_share=0.99,
+                     privacy_unit="replace_one").fit(X[:300])
+    with pytest.raises(ValueError, match="must leave the covariance a share"):
+        dpcov.PrivatePCA(3, budget=budget, radius=1.0, centering="private", mean_share=0.97).fit(X[:300])
 
 
 @pytest.mark.parametrize("numerics", ["idealized", "hardened"])
