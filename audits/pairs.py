@@ -22,6 +22,21 @@ auditing"):
 - ``dense``: every entry of Sigma >= 1/4 (thresholding keeps all of them).
 - ``random``: rows uniform in the ball, the replaced row random on the sphere.
 
+Add/remove neighbours (``ADD_REMOVE_FAMILIES``, privacy unit "add_remove": a row's presence, not only its content,
+is protected; GUIDE.md section 9, issue 54): D has n rows and D' is D plus one row (``remove=True``: D' is D minus
+its last row, the same two datasets in the other order -- the audit's events take both orders anyway, but a
+one-sided construction is tested as it is written). n is then not public, and a release that follows it leaks:
+
+- ``add_zeros``: n zero rows against n + 1: only n differs (Sigma = 0 on both sides). The membership pair of
+  issue 54 is ``add_zeros`` at n = 809; at n = 1 a grid or a noise scale that follows the exact n moves by 2x.
+- ``add_unit``: n zero rows, plus one row e1 (Sigma = 0 against a rank-one Sigma; the low bits of 1/(n+1)).
+- ``add_sphere``: every row tiny (norm 0.01), plus one row on the unit sphere (the largest norm, the trace).
+- ``add_direction``: every row e1, plus one row e2 (a new direction); ``add_values``: 60 % e1, the rest e2,
+  plus one row e1 (the eigenvalues move); ``add_tie``: k rows e1 and k rows e2, plus one row e1 (the top
+  eigenvector goes from any direction to e1).
+- ``add_threshold``: rows on a clipping threshold r 2^-m, plus one row on the sphere.
+- ``add_random``: rows uniform in the ball, plus one random row on the sphere.
+
 Every family takes n, d, the radius r (the declared bound: a mechanism that forgets r^2 shows at r != 1)
 and a rotation angle of the (e1, e2) plane (splits a change between eigenvalues and eigenvectors).
 """
@@ -39,6 +54,57 @@ from dpcov.mechanisms.spectral import as_matrix
 
 FAMILIES = ("swap_values", "tie", "swap_vectors", "grow", "scale", "new_direction", "l1", "sphere", "zeros",
             "threshold", "dense", "random")
+ADD_REMOVE_FAMILIES = ("add_zeros", "add_unit", "add_sphere", "add_direction", "add_values", "add_tie",
+                       "add_threshold", "add_random")
+UNITS = ("replace_one", "add_remove")
+
+
+def unit_of(family: str) -> str:
+    """The privacy unit whose neighbours the family builds: "replace_one" (same n, one row changed) or
+    "add_remove" (one row more or less)."""
+    if family in FAMILIES:
+        return "replace_one"
+    if family in ADD_REMOVE_FAMILIES:
+        return "add_remove"
+    raise ValueError(f"unknown neighbour family {family!r}; known: {', '.join(FAMILIES + ADD_REMOVE_FAMILIES)}")
+
+
+def _added_rows(family: str, n: int, d: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(X: the n rows of D, the row D' adds) on the unit ball."""
+    e = np.eye(d)
+    X = np.zeros((n, d))
+    k = int(0.6 * n)
+    if family == "add_zeros":
+        return X, np.zeros(d)
+    if family == "add_unit":
+        return X, e[0]
+    if family == "add_sphere":
+        X[:k, 0] = 0.01
+        X[k:, 1] = 0.01
+        return X, e[0]
+    if family == "add_direction":
+        X[:, 0] = 1.0
+        return X, e[1]
+    if family == "add_values":
+        X[:k, 0] = 1.0
+        X[k:, 1] = 1.0
+        return X, e[0]
+    if family == "add_tie":
+        X[: n // 2, 0] = 1.0
+        X[n // 2:, 1] = 1.0  # odd n: one e2 more, and the added e1 makes the two a tie
+        return X, e[0]
+    if family == "add_threshold":
+        tau = 2.0 ** -m
+        X[:k, 0] = tau
+        X[k:, 1] = tau
+        return X, e[0]
+    if family == "add_random":
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((n, d))
+        X *= (rng.uniform(size=(n, 1)) ** (1 / d)) / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
+        new = rng.standard_normal(d)
+        return X, new / np.linalg.norm(new)
+    raise ValueError(f"unknown add/remove neighbour family {family!r}; known: {', '.join(ADD_REMOVE_FAMILIES)}")
 
 
 def _rows(family: str, n: int, d: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -111,24 +177,41 @@ class PairSpec:
     angle: float = 0.0  # rotation of the (e1, e2) plane
     m: int = 1  # threshold family: rows at r 2^-m
     seed: int = 0  # random family
+    remove: bool = False  # add/remove families: D has n + 1 rows and D' is D minus its last row
 
     def __post_init__(self):
-        if self.family not in FAMILIES:
-            raise ValueError(f"unknown neighbour family {self.family!r}; known: {', '.join(FAMILIES)}")
+        unit = unit_of(self.family)  # a clear error for an unknown family
         if self.n < 1 or self.d < 2:
             raise ValueError(f"a neighbour pair needs n >= 1 and d >= 2, got n={self.n}, d={self.d}")
+        if self.remove and unit != "add_remove":
+            raise ValueError(f"remove=True is for the add/remove families ({', '.join(ADD_REMOVE_FAMILIES)}), "
+                             f"not {self.family!r}")
+
+    @property
+    def unit(self) -> str:
+        """The privacy unit of the pair: "replace_one" (equal n) or "add_remove" (n and n + 1 rows)."""
+        return unit_of(self.family)
 
     def describe(self) -> str:
         extras = [f"r={self.radius:g}"] if self.radius != 1 else []
         extras += [f"rotated {math.degrees(self.angle):.1f} deg"] if self.angle else []
         extras += [f"tau=r/2^{self.m}"] if self.family == "threshold" else []
-        extras += [f"seed={self.seed}"] if self.family == "random" else []
+        extras += [f"tau=r/2^{self.m}"] if self.family == "add_threshold" else []
+        extras += [f"seed={self.seed}"] if self.family in ("random", "add_random") else []
+        if self.unit == "add_remove":
+            extras.append(f"{self.n + 1} -> {self.n} rows" if self.remove else f"{self.n} -> {self.n + 1} rows")
         return f"{self.family}(n={self.n}, d={self.d}{''.join(', ' + x for x in extras)})"
 
     def build(self) -> "Pair":
-        X, last, new = _rows(self.family, self.n, self.d, self.m, self.seed)
-        D = np.vstack([X, last])
-        Dp = np.vstack([X, new])
+        if self.unit == "add_remove":
+            X, new = _added_rows(self.family, self.n, self.d, self.m, self.seed)
+            D, Dp = X.copy(), np.vstack([X, new])
+            if self.remove:
+                D, Dp = Dp, D
+        else:
+            X, last, new = _rows(self.family, self.n, self.d, self.m, self.seed)
+            D = np.vstack([X, last])
+            Dp = np.vstack([X, new])
         if self.angle:
             c, s = math.cos(self.angle), math.sin(self.angle)
             R = np.eye(self.d)
@@ -145,7 +228,7 @@ class PairSpec:
 
 @dataclass
 class Pair:
-    """Two neighbouring datasets (rows D and D', one row differing) and their problems."""
+    """Two neighbouring datasets (rows D and D': one row differing, or one row more or less) and their problems."""
 
     spec: PairSpec
     D: np.ndarray
@@ -157,7 +240,15 @@ class Pair:
         self.problems = (CovProblem.from_rows(self.D, radius=self.spec.radius, rows=self.D),
                          CovProblem.from_rows(self.Dp, radius=self.spec.radius, rows=self.Dp))
 
+    @property
+    def unit(self) -> str:
+        """"replace_one" (D and D' of equal n) or "add_remove" (one row more or less)."""
+        return "replace_one" if len(self.D) == len(self.Dp) else "add_remove"
+
     def describe(self) -> str:
+        if self.unit == "add_remove":
+            big, verb = (self.Dp, "added") if len(self.Dp) > len(self.D) else (self.D, "removed")
+            return f"{self.spec.describe()}: row {np.round(big[-1], 3).tolist()} {verb}"
         moved = np.flatnonzero(np.any(self.D != self.Dp, axis=1))
         i = int(moved[0]) if len(moved) else len(self.D) - 1
         return (f"{self.spec.describe()}: row {np.round(self.D[i], 3).tolist()} -> "
