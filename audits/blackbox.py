@@ -24,6 +24,16 @@ profile) is made on runs independent of the confirmation runs of that pair, and 
 confirmed, each at level alpha / K (Bonferroni), so a mechanism that meets its claim is flagged with
 probability at most alpha, whatever the search did.
 
+**Privacy unit** (``privacy_unit``; GUIDE.md section 9, issue 54). "replace_one" (the papers' model, n public):
+the pairs have equal n. "add_remove" (a row's presence protected, n not public): the search starts from the
+add/remove pairs (``default_add_remove_pairs``: D against D plus one row, zero rows where only n differs included)
+and keeps every replace-one pair (an add/remove construction must pass those too, at the same budget); the
+precision stage also runs on zero rows where only n differs (the first ``add_zeros`` pair searched, else 1 against
+2 rows, where a noise scale that follows the exact n moves by 2x). A registered mechanism or an ordinary plug-in is then run through ``release(..., privacy_unit="add_remove")``
+(the released count, the rows resized to it: mechanisms/units.py) on problems that hold their rows; a plug-in that
+protects a row's presence itself (``claims_unit("add_remove")``: dpcov's estimators in dpcov/audited.py, or your
+own construction) is run as it is, on the pair's raw rows. The claim is the same budget under either unit.
+
 Sample sizes follow the time budget (``seconds``) and the measured cost of a release; with ``runs``
 they are fixed instead, and the numbers are then identical for the same seed on any ``n_jobs``.
 """
@@ -41,6 +51,7 @@ from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
 from dpcov.mechanisms.registry import check_options, get_mechanism, import_plugins, plugin_modules, release
+from dpcov.mechanisms.units import check_privacy_unit
 
 from .bounds import Bound, Claim, choose_event, confirm
 from .pairs import HAND_NAMES, Pair, PairSpec, features, precision_statistic_name, precision_statistics, quantize
@@ -75,6 +86,52 @@ def default_pairs() -> list[PairSpec]:
             S("random", 10, d=3, seed=2), S("random", 100, seed=3)]
 
 
+def default_add_remove_pairs() -> list[PairSpec]:
+    """The add/remove search's starting points (``audits.pairs.ADD_REMOVE_FAMILIES``): every family once at the
+    size where it exposes most (only n differs at n = 1: 1 against 2 zero rows), issue 54's membership pair (809
+    against 810 zero rows, both directions), then other sizes, d, radius 4, a rotated plane and random rows."""
+    S = PairSpec
+    return [S("add_zeros", 1), S("add_unit", 1), S("add_sphere", 10), S("add_direction", 2), S("add_values", 10),
+            S("add_tie", 2), S("add_threshold", 100, m=1), S("add_random", 3, seed=1),
+            S("add_zeros", 809), S("add_zeros", 809, remove=True), S("add_zeros", 2, remove=True),
+            S("add_unit", 10, remove=True), S("add_zeros", 10), S("add_unit", 1000), S("add_sphere", 100),
+            S("add_direction", 1000), S("add_values", 1000), S("add_tie", 11), S("add_unit", 2, d=3),
+            S("add_threshold", 100, m=3), S("add_values", 10, radius=4.0), S("add_unit", 2, radius=4.0),
+            S("add_values", 10, angle=math.pi / 8), S("add_random", 10, d=3, seed=2)]
+
+
+def add_remove_pairs_at(n: int, d: int = 2, radius: float = 1.0) -> list[PairSpec]:
+    """Add/remove pairs at one size (where a mechanism needs many rows, e.g. the estimators' private norm bound):
+    only n differs, one row on the sphere, a new direction, the eigenvalues, both directions."""
+    S = PairSpec
+    return [S("add_zeros", n, d, radius), S("add_sphere", n, d, radius), S("add_unit", n, d, radius),
+            S("add_direction", n, d, radius), S("add_values", n, d, radius), S("add_zeros", n, d, radius, remove=True),
+            S("add_sphere", n, d, radius, remove=True)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Which unit a mechanism protects by itself
+
+OWN_UNIT = "dpcov_privacy_unit"  # attribute of a plug-in function that protects its unit itself
+
+
+def claims_unit(unit: str):
+    """Decorator (with or after ``@register_mechanism``): the plug-in protects ``unit``'s neighbours itself --
+    e.g. it releases a count and resizes, as dpcov's estimators do under privacy_unit="add_remove" -- so the audit
+    runs it as it is on the pair's raw rows, never through ``release``'s add/remove reduction."""
+    check_privacy_unit(unit)
+
+    def mark(fn):
+        setattr(fn, OWN_UNIT, unit)
+        return fn
+    return mark
+
+
+def own_unit(mechanism) -> str | None:
+    """The unit a mechanism declares it protects by itself (``claims_unit``), or None."""
+    return getattr(mechanism.fn, OWN_UNIT, None)
+
+
 def neighbours_of(spec: PairSpec) -> list[PairSpec]:
     """The greedy step's moves from one pair."""
     moves = [replace(spec, n=spec.n * 3), replace(spec, d=spec.d + 1), replace(spec, radius=spec.radius * 4),
@@ -105,15 +162,16 @@ def _one_blas_thread():
 
 
 def _sample_chunk(name: str, options: dict, budget, problem, reference, entries: bool, entropy: list[int],
-                  count: int, plugins, precision: bool = False) -> np.ndarray:
+                  count: int, plugins, precision: bool = False, privacy_unit: str = "replace_one") -> np.ndarray:
     """``count`` releases of one dataset, as feature rows (``precision``: their low bits' statistics);
-    one Generator per chunk from its entropy."""
+    one Generator per chunk from its entropy. ``privacy_unit``: how ``release`` runs the mechanism ("add_remove":
+    through the released count and the rows resized to it)."""
     import_plugins(plugins)
     rng = np.random.default_rng(np.random.SeedSequence(entropy))
     mechanism = get_mechanism(name)  # a plug-in's path resolved once, not per release
     with _one_blas_thread():
-        outs = [release(mechanism, problem, budget, rng, options=options or None, clamp=False)[0]
-                for _ in range(count)]
+        outs = [release(mechanism, problem, budget, rng, options=options or None, clamp=False,
+                        privacy_unit=privacy_unit)[0] for _ in range(count)]
         if precision:
             return precision_statistics(outs, problem.radius)
         return features(reference, quantize(outs, problem.radius), entries)
@@ -129,6 +187,7 @@ class Sampler:
     seed: int
     n_jobs: int
     plugins: tuple = ()
+    privacy_unit: str = "replace_one"  # how release runs the mechanism ("add_remove": the reduction of units.py)
     releases: int = 0
     busy: float = 0.0  # wall seconds spent releasing
 
@@ -143,7 +202,7 @@ class Sampler:
                 entropy = [self.seed, key, side, _PHASES[phase], c]
                 tasks.append(delayed(_sample_chunk)(self.name, self.options, self.budget, pair.problems[side],
                                                     pair.reference, entries, entropy, min(CHUNK, count - start),
-                                                    self.plugins, precision))
+                                                    self.plugins, precision, self.privacy_unit))
                 owners.append(r)
         start = time.perf_counter()
         if not parallel or self.n_jobs == 1 or len(tasks) == 1:
@@ -239,6 +298,8 @@ class AuditReport:
     seconds: float
     confirmations: int
     numerics: str = "idealized"  # "as executed": the low bits were audited too (precision stage)
+    privacy_unit: str = "replace_one"  # the neighbours audited (add_remove: the replace-one pairs too)
+    run_as: str = ""  # how the mechanism ran: through release's add/remove reduction, or as it is
 
     @property
     def exceeded(self) -> bool:
@@ -251,7 +312,10 @@ class AuditReport:
         return max(self.findings, key=lambda f: f.bound.value)
 
     def describe(self) -> str:
+        unit = ("add/remove (pairs of n and n + 1 rows, and the replace-one pairs)" if self.privacy_unit == "add_remove"
+                else "replace-one (pairs of equal n)")
         lines = [f"claim: {self.claim.describe()}",
+                 f"neighbours: {unit}{'; ' + self.run_as if self.run_as else ''}",
                  "numerics: " + ("as executed (the releases' low bits audited on a dyadic/non-dyadic pair)"
                                  if self.numerics == "as executed" else
                                  "idealized (low bits rounded away: private on paper, not as executed)"),
@@ -292,6 +356,9 @@ def _estimate(claim: Claim, F0: np.ndarray, F1: np.ndarray) -> float:
 
 
 PRECISION_PAIR = PairSpec("zeros", 3)  # Sigma = 0 (dyadic) against diag(1/3, 0) (not): the low bits differ
+# add/remove: 1 against 2 zero rows, only n differs: a grid (or a noise scale) that follows the exact n moves by 2x
+# (a power of two above c / n), one that follows a released count does not
+PRECISION_PAIR_ADD_REMOVE = PairSpec("add_zeros", 1)
 
 
 def as_executed(mechanism, options: dict) -> bool:
@@ -303,6 +370,7 @@ def as_executed(mechanism, options: dict) -> bool:
 def audit(name, budget=None, *, options: dict | None = None, seconds: float = 240.0, alpha: float = 0.05,
           confirmations: int = 3, pairs: list | None = None, gaussian: bool = False, n_jobs: int = -1,
           seed: int = 0, runs: int | None = None, run_at=None, numerics: str | None = None,
+          privacy_unit: str | None = None, precision_pairs: list | None = None,
           log: Callable[[str], None] | None = None) -> AuditReport:
     """Audit mechanism ``name`` (registered name, plug-in path or decorated function) against its claim.
 
@@ -315,6 +383,14 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
     numerics: "as executed" audits the releases' low bits too (a precision stage first, on
     ``PRECISION_PAIR``, one more confirmation in the Bonferroni split), "idealized" rounds them away (the
     mechanism on paper); default ``as_executed(mechanism, options)``.
+    privacy_unit: the neighbours the claim is for (default: the unit the mechanism protects by itself,
+    ``claims_unit``, else "replace_one"). "add_remove": the default pairs are ``default_add_remove_pairs()`` then
+    ``default_pairs()``, the precision stage also runs on ``PRECISION_PAIR_ADD_REMOVE`` (one more confirmation),
+    and a mechanism that does not protect it by itself runs through ``release(..., privacy_unit="add_remove")``.
+    precision_pairs: the pairs of the precision stage (numerics "as executed"), each one more confirmation. Default:
+    ``PRECISION_PAIR``; under add/remove first the all-zero pair where only n differs: the first ``add_zeros`` of
+    ``pairs`` (a grid that follows the exact n changes where a power of two falls between c / n and c / (n + 1):
+    give the size where it does, e.g. issue 54's 809 -> 810), else ``PRECISION_PAIR_ADD_REMOVE`` (1 -> 2 rows).
     """
     log = log or (lambda text: None)
     started = time.perf_counter()
@@ -335,29 +411,57 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
         numerics = "as executed" if as_executed(mechanism, options) else "idealized"
     if numerics not in ("as executed", "idealized"):
         raise ValueError(f"numerics must be 'as executed' or 'idealized', got {numerics!r}")
+    declared = own_unit(mechanism)
+    unit = check_privacy_unit(privacy_unit if privacy_unit is not None else declared or "replace_one")
+    release_unit = "add_remove" if unit == "add_remove" and declared is None else "replace_one"
+    if release_unit == "add_remove" and mechanism.add_remove is not None:
+        raise ValueError(f"mechanism {mechanism.name!r} cannot protect a row's presence (privacy_unit='add_remove'): "
+                         f"{mechanism.add_remove}")
+    run_as = "" if unit == "replace_one" and declared is None else (
+        "run through release(privacy_unit='add_remove'): the released count, the rows resized to it"
+        if release_unit == "add_remove" else f"run as it is (it protects {declared} neighbours itself)")
     workers = max(1, effective_n_jobs(n_jobs))
-    sampler = Sampler(path, options, run_at or run_budget, seed, workers, tuple(plugin_modules([path])))
+    sampler = Sampler(path, options, run_at or run_budget, seed, workers, tuple(plugin_modules([path])),
+                      privacy_unit=release_unit)
     log(f"auditing {mechanism.name} ({mechanism.label}) options {options}: claim {claim.describe()}; "
-        f"{'fixed runs' if runs else f'time budget {seconds:.0f} s'} on {workers} worker(s); numerics {numerics}")
-    slots = confirmations + (numerics == "as executed")  # events that may be confirmed, fixed before any is
+        f"{'fixed runs' if runs else f'time budget {seconds:.0f} s'} on {workers} worker(s); numerics {numerics}; "
+        f"privacy unit {unit}{' (' + run_as + ')' if run_as else ''}")
+    if numerics != "as executed":
+        precision_pairs = []
+    elif precision_pairs is not None:
+        precision_pairs = list(precision_pairs)
+    elif unit == "add_remove":
+        zeros = [p for p in (pairs or []) if isinstance(p, PairSpec) and p.family == "add_zeros"]
+        precision_pairs = [zeros[0] if zeros else PRECISION_PAIR_ADD_REMOVE, PRECISION_PAIR]
+    else:
+        precision_pairs = [PRECISION_PAIR]
+    slots = confirmations + len(precision_pairs)  # events that may be confirmed, fixed before any is
 
     def report(findings, screened, dropped) -> AuditReport:
         return AuditReport(mechanism.name, options, claim, alpha, findings, screened, dropped, sampler.releases,
-                           time.perf_counter() - started, slots, numerics)
+                           time.perf_counter() - started, slots, numerics, unit, run_as)
 
-    if numerics == "as executed":  # 0. The low bits, on a pair whose statistic is dyadic on one side only
-        finding = _precision_stage(sampler, claim, alpha / (2 * slots), seconds * 0.15, runs, seed, log)
+    precision_findings = []
+    for k, spec in enumerate(precision_pairs):  # 0. The low bits, on pairs whose release's grid may differ
+        finding = _precision_stage(sampler, claim, alpha / (2 * slots), seconds * 0.15 / len(precision_pairs), runs,
+                                   seed, log, spec, key=10**6 + k)
         if finding is not None:
             log(("EXCEEDS " if finding.exceeded else "within  ") + finding.describe()
                 + f" [{time.perf_counter() - started:.0f} s]")
             if finding.exceeded:
-                return report([finding], [], [])
-        precision_findings = [finding] if finding is not None else []
-    else:
-        precision_findings = []
+                return report(precision_findings + [finding], [], [])
+            precision_findings.append(finding)
 
     # 1. Pilot: which pairs the mechanism accepts, and what a release costs
-    specs = list(pairs) if pairs is not None else default_pairs()
+    if pairs is not None:
+        specs = list(pairs)
+    else:
+        specs = default_add_remove_pairs() + default_pairs() if unit == "add_remove" else default_pairs()
+    if unit == "replace_one":
+        wrong = [s.describe() for s in specs if getattr(s, "unit", "replace_one") != "replace_one"]
+        if wrong:
+            raise ValueError(f"add/remove pairs ({', '.join(wrong[:3])}) in a replace-one audit: pass "
+                             f"privacy_unit='add_remove'")
     candidates, dropped = _pilot(sampler, specs, log)
     if not candidates:
         reasons = "; ".join(f"{p}: {why}" for p, why in dropped[:5])
@@ -409,7 +513,7 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
     findings = list(precision_findings)
     chosen = candidates[:confirmations]
     # Bonferroni over the events that may be confirmed, fixed before any is (the precision stage's included)
-    level = alpha / (2 * (len(chosen) + (numerics == "as executed")))
+    level = alpha / (2 * (len(chosen) + len(precision_pairs)))
     for k, cand in enumerate(chosen):
         slot = remaining() / (len(chosen) - k)
         total = runs_for(slot, 1, cand.cost, 400, 2_000_000)
@@ -421,22 +525,21 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
             + f" [{time.perf_counter() - started:.0f} s]")
         if finding.exceeded:
             break
-    slots = len(chosen) + (numerics == "as executed")
+    slots = len(chosen) + len(precision_pairs)
     return report(findings, [(c.pair.describe(), c.estimate) for c in candidates], dropped)
 
 
 def _precision_stage(sampler: Sampler, claim: Claim, level: float, share_seconds: float, runs: int | None,
-                     seed: int, log) -> Finding | None:
-    """Releases on ``PRECISION_PAIR`` before any rounding: the event on their low bits
+                     seed: int, log, spec: PairSpec = PRECISION_PAIR, key: int = 10**6) -> Finding | None:
+    """Releases on ``spec`` (``PRECISION_PAIR``) before any rounding: the event on their low bits
     (``precision_statistics``) chosen on selection runs, its bound on fresh confirmation runs at ``level``.
-    None when the mechanism refuses the pair."""
-    pair = PRECISION_PAIR.build()
-    key = 10**6  # pair keys of the search count from 0
+    None when the mechanism refuses the pair. ``key``: the pair's (those of the search count from 0)."""
+    pair = spec.build()
     try:
         start = time.perf_counter()
         sampler.sample([(key, pair, 0, "precision_select", 20)], parallel=False, precision=True)
         cost = (time.perf_counter() - start) / 20
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, ArithmeticError, RuntimeError) as err:
         log(f"precision stage skipped: the mechanism refused {pair.describe()} ({err})")
         return None
     n = runs if runs is not None else int(min(20000, max(1000, share_seconds / max(4 * cost / sampler.n_jobs, 1e-9))))

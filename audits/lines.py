@@ -54,7 +54,8 @@ from dpcov.mechanisms.registry import MECHANISMS, get_mechanism, release
 from dpcov.mechanisms.regression import RidgeTask
 from dpcov.mechanisms.spectral import as_matrix
 
-from .blackbox import DEFAULT_BUDGETS, AuditReport, audit, audit_sweep
+from .blackbox import (DEFAULT_BUDGETS, AuditReport, add_remove_pairs_at, audit, audit_sweep, default_add_remove_pairs,
+                       own_unit)
 from .bounds import Bound, Claim, gaussian_delta, gaussian_mu, split_bound
 from .bounds import claimed_mu, cp_lower, cp_upper  # noqa: F401  (the tests read them here)
 from .pairs import PairSpec, Reference, upper_triangle
@@ -481,10 +482,13 @@ class _FixedPair:
 
 def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0, n_jobs: int = -1,
            alpha: float = ALPHA, confirmations: int = 3, runs: int | None = None, log=None,
-           budgets: list | None = None) -> list[AuditReport]:
+           budgets: list | None = None, privacy_unit: str | None = None) -> list[AuditReport]:
     """The black-box search audit (audits.blackbox) of the copy of ``line`` with noise x c, against the
     line's claim (``budgets``: several claims, e.g. SWEEP_BUDGETS, time and alpha split between them):
-    pair search, learned attack, confirmation on fresh runs. One report per claim audited."""
+    pair search, learned attack, confirmation on fresh runs. One report per claim audited.
+    ``privacy_unit``: the neighbours (audits.blackbox.audit; default: the mechanism's own, else replace-one).
+    Under "add_remove" a line whose search starts from its own replace-one pairs (data of a given size) gets
+    add/remove pairs at that size first (``add_remove_pairs_at``)."""
     # where the search starts when the generic families do not fit: a line's own pairs (data they cannot
     # build), or PairSpecs of the families at other sizes (e.g. the estimators' private norm bound refuses
     # fewer than thousands of rows)
@@ -493,9 +497,14 @@ def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0
     first = pairs[0] if pairs else _FixedPair(neighbours("swap_values", 1000))
     probe = first.build().problems[0] if isinstance(first, PairSpec) else first.problems[0]
     options = {**line.options, **(first.neighbours.options if pairs and isinstance(first, _FixedPair) else {})}
+    mechanism = get_mechanism(line.mechanism)
+    unit = privacy_unit if privacy_unit is not None else own_unit(mechanism) or "replace_one"
+    if unit == "add_remove" and pairs is not None and not any(getattr(p, "unit", "") == "add_remove" for p in pairs):
+        size = next((p for p in pairs if isinstance(p, PairSpec)), None)
+        pairs = (add_remove_pairs_at(size.n, size.d) if size is not None else default_add_remove_pairs()) + pairs
     lines = [line] if budgets is None else [replace(line, budget=b) for b in budgets]
     common = dict(options=options, pairs=pairs, gaussian=line.profile == "gaussian", n_jobs=n_jobs, seed=seed,
-                  confirmations=confirmations, runs=runs, log=log)
+                  confirmations=confirmations, runs=runs, log=log, privacy_unit=unit)
     if c == 1:
         return audit_sweep(line.mechanism, [x.budget for x in lines], seconds=seconds, alpha=alpha, **common)
     reports, started = [], time.perf_counter()

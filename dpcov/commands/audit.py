@@ -3,6 +3,7 @@
     dpcov audit NAME [--budget rho=0.5 | eps=1 | eps=1,delta=1e-5] [--options JSON]
                                  [--seconds 240] [--alpha 0.05] [--confirmations 3] [--gaussian]
                                  [--n-jobs -1] [--seed 0] [--runs N] [--factors 1,0.67] [--white-box]
+                                 [--privacy-unit replace_one | add_remove]
 
 NAME: a registered mechanism, a configured line of the audit registry (e.g. g16, ad_published), or a
 plug-in ('package.module:function', its directory on PYTHONPATH). The mechanism is only ever run through
@@ -16,7 +17,12 @@ lower bound against the claim, and exits with status 1 when the claim is exceede
 profile (more power; registered Gaussian lines use it by default). --runs N fixes the runs per dataset
 (identical numbers for any --n-jobs) instead of sizing them by the time budget. --factors (registered
 lines): also audit the under-noised copies (noise x c); --white-box: the noise fit against the
-paper's formula (registered lines).
+paper's formula (registered lines). --privacy-unit: the neighbours the claim is for. replace_one (the default for
+registered mechanisms and plug-ins, the papers' model: pairs of equal n); add_remove (a row's presence: pairs of n
+and n + 1 rows too, zero rows where only n differs included, and every replace-one pair; a mechanism runs through
+release(privacy_unit="add_remove"), the released count and the rows resized to it, unless it protects a row's
+presence itself -- audits.blackbox.claims_unit, e.g. dpcov.audited:covariance_zcdp_add_remove, whose default unit
+is then add_remove). The claimed budget is the same under either unit.
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ import sys
 
 
 from dpcov.audits import lines
-from dpcov.audits.blackbox import SWEEP_BUDGETS
+from dpcov.audits.blackbox import SWEEP_BUDGETS, own_unit
 from dpcov.experiments.config import budget_from_params
 from dpcov.mechanisms.registry import get_mechanism
 
@@ -68,6 +74,8 @@ def _audit(argv: list[str] | None) -> int:
     parser.add_argument("--runs", type=int, default=None, help="fixed runs per dataset (instead of --seconds)")
     parser.add_argument("--factors", default="1", help="noise factors c to audit (registered lines)")
     parser.add_argument("--white-box", action="store_true", help="also fit the noise (registered lines)")
+    parser.add_argument("--privacy-unit", choices=("replace_one", "add_remove"), default=None,
+                        help="neighbours of the claim (default: replace_one, or the unit a plug-in protects itself)")
     parser.add_argument("--quiet", action="store_true", help="print only the result")
     args = parser.parse_args(argv)
     if not args.seconds > 0:
@@ -101,7 +109,8 @@ def _audit(argv: list[str] | None) -> int:
     if any(c != 1 for c in factors) and mechanism.plugin:
         raise SystemExit("--factors: under-noised copies exist for registered mechanisms only")
     log = None if args.quiet else (lambda text: print("  " + text, flush=True))
-    print(f"{args.name} ({mechanism.label}), options {line.options}, claim {line.budget}")
+    unit = args.privacy_unit or own_unit(mechanism) or "replace_one"
+    print(f"{args.name} ({mechanism.label}), options {line.options}, claim {line.budget}, privacy unit {unit}")
     # the claim at every budget: without --budget a registered mechanism or plug-in is audited at its
     # notion's default budget and at a small and a large one (SWEEP_BUDGETS); a configured line at its own
     budgets = None if (args.budget or line.source.endswith("variants") or line.source.endswith("mechanism_options")) \
@@ -111,12 +120,13 @@ def _audit(argv: list[str] | None) -> int:
         if c != 1:
             print(f"copy with noise x {c:g}:")
         reports = lines.search(line, c, seconds=args.seconds, seed=args.seed, n_jobs=args.n_jobs, alpha=args.alpha,
-                               confirmations=args.confirmations, runs=args.runs, log=log, budgets=budgets)
+                               confirmations=args.confirmations, runs=args.runs, log=log, budgets=budgets,
+                               privacy_unit=unit)
         for report in reports:
             print(report.describe(), flush=True)
         exceeded = any(r.exceeded for r in reports)
         worst = [r for r in reports if r.exceeded][:1]
-        print(f"==> {args.name}{f' x{c:g}' if c != 1 else ''}: "
+        print(f"==> {args.name}{f' x{c:g}' if c != 1 else ''} ({unit}): "
               + (f"EXCEEDS its claim at {worst[0].claim.budget}" if exceeded else
                  f"no evidence against its claim at {', '.join(str(r.claim.budget) for r in reports)}")
               + f" (confidence {1 - args.alpha:.0%} over the whole audit)", flush=True)
