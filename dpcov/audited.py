@@ -14,6 +14,20 @@ Each reads the pair's raw rows (audits/pairs.py keeps them), fits ``PrivateCovar
 default and radius="private", centering="private", at the budget the audit claims, and charges what
 the fit says it spent (``budget_spent_``) to the audit's accountant, so an estimator that spent more
 than its budget fails there, and one that leaks more than it says fails the audit.
+
+Privacy units (issue 54). The lines above fit with privacy_unit="replace_one" (the papers' model, n public: what
+they were written to audit, on replace-one pairs; the estimators' default is now "add_remove"). The ``*_add_remove``
+lines fit with the estimators' default unit, "add_remove": the released count, the rows resized to it, then the
+hardened steps, all inside the fit. They protect a row's presence themselves (``claims_unit("add_remove")``), so the
+audit runs them as they are on the pair's raw rows, on add/remove pairs (n against n + 1 rows, zero rows where only
+n differs included) and on the replace-one pairs:
+
+    python scripts/audit.py dpcov.audited:covariance_zcdp_add_remove --seconds 60
+    python scripts/audit.py dpcov.audited:membership_gauss --seconds 60
+
+``membership_gauss`` is issue 54's membership configuration (mechanism="gauss", radius=1.0, centering="private",
+hardened numerics) with a public radius, so it runs on 1 against 2 zero rows and its low bits are audited (the
+precision stage: a grid that followed the exact n would move by 2x there).
 """
 from __future__ import annotations
 
@@ -24,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpcov.audits.blackbox import add_remove_pairs_at, claims_unit
 from dpcov.audits.pairs import PairSpec
 from dpcov.data.chunks import Rows
 from dpcov.mechanisms.problem import BandSums
@@ -44,13 +59,17 @@ AUDIT = AuditNeeds("dp", (("swap_values", 10000),), search_pairs=SEARCH)
 # '{"numerics": "hardened"}', results/measurements/audit_numerics.txt) and scripts/precision_attack.py
 
 
-def _fit(problem, accountant, rng, pca: bool = False, radius="private", streamed: bool = False):
+def _fit(problem, accountant, rng, pca: bool = False, radius="private", streamed: bool = False,
+         privacy_unit: str = "replace_one", output: str = "covariance", **options):
     if problem.rows is None:
         raise ValueError("the estimator path needs the pair's raw rows (CovProblem.from_rows(..., rows=...))")
-    common = dict(budget=accountant.total, radius=radius, centering="private", random_state=rng)
+    common = dict(budget=accountant.total, radius=radius, centering="private", random_state=rng,
+                  privacy_unit=privacy_unit, **options)
     rows = _as_file(problem.rows) if streamed else problem.rows
     estimator = (PrivatePCA(1, **common) if pca else PrivateCovariance(**common)).fit(rows)
     accountant.spend(estimator.budget_spent_, f"dpcov estimator ({estimator.mechanism_})")
+    if output == "location":
+        return np.diag(estimator.location_)
     if pca:  # the released direction as a rank-one matrix (its sign is arbitrary)
         u = estimator.components_[0]
         return np.outer(u, u)
@@ -153,3 +172,53 @@ def pipeline_streamed(problem, accountant, rng):
                     audit=MECHANISMS["pipeline_pure"].audit, needs=("raw rows",))
 def pipeline_pure_streamed(problem, accountant, rng):
     return MECHANISMS["pipeline_pure"].fn(_streamed(problem), accountant, rng)
+
+
+# --- Under the estimators' default unit, add/remove: the count, the resized rows, the grid, the mechanism ---------------
+
+# n = 10000 (radius="private" needs thousands of rows): add/remove pairs at that size first (only n differs, one row on
+# the sphere, a unit row, a new direction, the eigenvalues; both directions), then the replace-one search pairs
+SEARCH_ADD_REMOVE = tuple(add_remove_pairs_at(10000)) + (PairSpec("add_threshold", 10000, m=1),
+                                                         PairSpec("add_random", 10000, d=3, seed=1)) + SEARCH
+AUDIT_ADD_REMOVE = AuditNeeds("dp", (("swap_values", 10000),), search_pairs=SEARCH_ADD_REMOVE)
+
+
+@claims_unit("add_remove")
+@register_mechanism(idealized=True, notion="zcdp", label="PrivateCovariance (auto, private radius, add/remove)",
+                    audit=AUDIT_ADD_REMOVE, needs=("raw rows",))
+def covariance_zcdp_add_remove(problem, accountant, rng):
+    return _fit(problem, accountant, rng, privacy_unit="add_remove")
+
+
+@claims_unit("add_remove")
+@register_mechanism(idealized=True, notion="pure", label="PrivateCovariance (auto, private radius, add/remove)",
+                    audit=AUDIT_ADD_REMOVE, needs=("raw rows",))
+def covariance_pure_add_remove(problem, accountant, rng):
+    return _fit(problem, accountant, rng, privacy_unit="add_remove")
+
+
+@claims_unit("add_remove")
+@register_mechanism(idealized=True, notion="pure", label="PrivatePCA (auto, private radius, k = 1, add/remove)",
+                    audit=AUDIT_ADD_REMOVE, needs=("raw rows",))
+def pca_pure_add_remove(problem, accountant, rng):
+    return _fit(problem, accountant, rng, pca=True, privacy_unit="add_remove")
+
+
+# issue 54's membership configuration: a public radius, so it runs at every n, and as executed (idealized=False): the
+# audit's precision stage releases on 1 against 2 zero rows (audits.blackbox.PRECISION_PAIR_ADD_REMOVE) and on
+# zeros(n=3), and the search starts from the membership pair, 809 against 810 zero rows
+MEMBERSHIP = (PairSpec("add_zeros", 809), PairSpec("add_zeros", 1), PairSpec("add_unit", 1),
+              PairSpec("add_sphere", 10), PairSpec("add_direction", 2), PairSpec("add_values", 10),
+              PairSpec("add_zeros", 809, remove=True), PairSpec("swap_values", 10), PairSpec("zeros", 1),
+              PairSpec("new_direction", 2), PairSpec("sphere", 10))
+
+
+@claims_unit("add_remove")
+@register_mechanism(idealized=False, notion="zcdp", label="PrivateCovariance (gauss, radius 1, private centre, add/remove)",
+                    audit=AuditNeeds("dp", (("swap_values", 1000),), search_pairs=MEMBERSHIP), needs=("raw rows",))
+def membership_gauss(problem, accountant, rng, *, output: str = "location"):
+    """output="location": diag(location_), the released centre (where issue 54's leak was: its grid followed n);
+    "covariance": covariance_. A release is one d x d matrix, so each is audited on its own (--options)."""
+    if output not in ("location", "covariance"):
+        raise ValueError(f"output must be 'location' or 'covariance', got {output!r}")
+    return _fit(problem, accountant, rng, radius=1.0, privacy_unit="add_remove", mechanism="gauss", output=output)
