@@ -294,22 +294,32 @@ class _PrivateFit:
             (self.auto_share if typical_released and self.mechanism == "auto" else 0.0)
 
     # --- the steps --------------------------------------------------------------------------------------
+    def _checked_persons(self, persons, rows: Rows):
+        """The identifiers as an array, or None; a clear error (before anything is charged) where they and
+        max_rows_per_person do not go together."""
+        if persons is None:
+            if self.max_rows_per_person is not None:
+                raise ValueError("max_rows_per_person needs persons=: one identifier per row, passed to fit")
+            return None
+        if self.max_rows_per_person is None:
+            raise ValueError("persons= needs max_rows_per_person=k: each person's rows beyond k are dropped, and "
+                             "the fit is private for the person by group privacy over k rows")
+        if self.privacy_unit != "add_remove":
+            raise ValueError("persons= protects a person's presence: it needs privacy_unit='add_remove' (under "
+                             "'replace_one' the public n would tell how many rows a person has)")
+        check_rows_per_person(self.max_rows_per_person)
+        persons = np.asarray(persons)
+        if persons.ndim != 1 or len(persons) != rows.n:
+            raise ValueError(f"persons has {persons.shape} identifiers for {rows.n} rows: one per row")
+        return persons
+
     def _step_persons(self, fit: _Fit, persons) -> None:
         """Reads the identifiers; releases nothing; drops each person's rows beyond max_rows_per_person at random
         (the fit's generator). The fit then runs at the row budget that group privacy turns into the person's."""
         if persons is None:
-            if self.max_rows_per_person is not None:
-                raise ValueError("max_rows_per_person needs persons=: one identifier per row, passed to fit")
             return
-        if self.privacy_unit != "add_remove":
-            raise ValueError("persons= protects a person's presence: it needs privacy_unit='add_remove' (under "
-                             "'replace_one' the public n would tell how many rows a person has)")
-        k = check_rows_per_person(self.max_rows_per_person)
-        persons = np.asarray(persons)
-        if persons.ndim != 1 or len(persons) != fit.rows.n:
-            raise ValueError(f"persons has {persons.shape} identifiers for {fit.rows.n} rows: one per row")
-        fit.rows = fit.rows.dropping(person_drop(persons, k, fit.rng))
-        fit.notes.append((group_privacy_note(self.budget, k), None))
+        fit.rows = fit.rows.dropping(person_drop(persons, self.max_rows_per_person, fit.rng))
+        fit.notes.append((group_privacy_note(self.budget, self.max_rows_per_person), None))
 
     def _step_count(self, fit: _Fit) -> None:
         """add_remove: reads n; releases ñ (count_share); keeps a random ñ of the rows when there are more. The
@@ -399,9 +409,7 @@ class _PrivateFit:
         rows = X if isinstance(X, Rows) else Rows(X)
         check_privacy_unit(self.privacy_unit)
         self._check_static(rows.n if self.privacy_unit == "replace_one" else None, rows.d, components)
-        if persons is not None and self.max_rows_per_person is None:
-            raise ValueError("persons= needs max_rows_per_person=k: each person's rows beyond k are dropped, and "
-                             "the fit is private for the person by group privacy over k rows")
+        persons = self._checked_persons(persons, rows)
         k = self.max_rows_per_person if persons is not None else 1
         budget = person_budget(self.budget, k)
         charge = None

@@ -18,7 +18,9 @@ equal or to differ in one replaced row (x in place of a row of D). Either way th
 replace-one neighbours of ñ rows, so step 3 keeps its own replace-one guarantee, with its own float error
 bounds (it sums at most ñ rows); a mixture of such pairs is as private (Rényi divergence is jointly
 quasi-convex). Steps 1 and 3 compose: the count's share plus the mechanism's. Nothing after step 1 reads
-the exact n.
+the exact n. The padding row only has to be public and inside the ball: where the estimators centre the rows by a
+released mean mu~ (a top-k draw, AdaptiveCov), the padding rows are zero rows of the centred data, i.e. rows at
+mu~ (inside the r-ball), which add nothing to the centred covariance.
 
 Several rows per person (``person_drop``, ``person_budget``): each person keeps at most k rows (the others are
 dropped uniformly at random), so adding or removing a person adds or removes at most k rows; by group
