@@ -30,7 +30,7 @@ if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "mechanisms" / "__i
 
 if TYPE_CHECKING:  # what the names below are, for readers and the API reference (griffe)
     from .data.chunks import local_cluster
-    from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, captured_variance_ratio
+    from .estimators import PrivateCovariance, PrivatePCA, PrivateRidge, UselessReleaseWarning, captured_variance_ratio
     from .experiments.metrics import METRICS
     from .session import Session
     from .mechanisms import (MECHANISMS, Accountant, ApproxDP, AuditNeeds, Bound, BudgetExceeded, CovProblem, Facts,
@@ -38,8 +38,8 @@ if TYPE_CHECKING:  # what the names below are, for readers and the API reference
                              register_mechanism, release)
 
 _HOMES = {"local_cluster": ".data.chunks", "METRICS": ".experiments.metrics", "Session": ".session",
-          **dict.fromkeys(("PrivateCovariance", "PrivatePCA", "PrivateRidge", "captured_variance_ratio"),
-                          ".estimators"),
+          **dict.fromkeys(("PrivateCovariance", "PrivatePCA", "PrivateRidge", "UselessReleaseWarning",
+                           "captured_variance_ratio"), ".estimators"),
           **dict.fromkeys(("MECHANISMS", "Accountant", "ApproxDP", "AuditNeeds", "Bound", "BudgetExceeded",
                            "CovProblem", "Facts", "Prediction", "PureDP", "Spectral", "ZCDP", "budget_guaranteeing",
                            "get_mechanism", "register_mechanism", "release"), ".mechanisms")}

@@ -49,9 +49,16 @@ from dpcov.mechanisms.units import (COUNT_SHARE, check_count_share, check_privac
                                     resized_drop)
 from dpcov.session import Session
 
+from .forecast import forecast
 from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical, typical_of_release
 
 CENTERINGS = ("assume_centered", "private")
+
+
+class UselessReleaseWarning(UserWarning):
+    """A release forecast (from public facts) to be no better than a trivial one, or the trivial one itself."""
+
+
 def hardenable(mechanism) -> bool:
     """Whether a mechanism can release with hardened numerics (mechanisms/noise.py): it takes the option
     ``numerics``, or it draws no noise at all (the zero matrix)."""
@@ -139,6 +146,7 @@ class _Fit:
     clip: float | None = None  # the radius rows are clipped to (None: none lies outside)
     histogram: np.ndarray | None = None  # the padded rows' norm histogram: the bound's and the median's query
     typical: bool = False
+    typical_value: float | None = None  # the released median norm over the radius (auto)
     centre: np.ndarray | None = None
     shift: np.ndarray | None = None
     notes: list = field(default_factory=list)  # ledger lines that spend nothing (group privacy)
@@ -373,7 +381,29 @@ class _PrivateFit:
             median = private_norm_quantile_of(self._padded_histogram(fit), TYPICAL_QUANTILE,
                                               fit.budget.scaled(self.auto_share), fit.accountant, fit.rng,
                                               numerics=self.numerics)
-            fit.mechanism = self._choose(fit, typical=typical_of_release(median, fit.radius))
+            fit.typical_value = typical_of_release(median, fit.radius)
+            fit.mechanism = self._choose(fit, typical=fit.typical_value)
+
+    def _warn_if_useless(self, fit: _Fit) -> None:
+        """Before the covariance's budget is spent: the forecast from public facts (dpcov/forecast.py) -- the public
+        count, d, the covariance's share, the radius, the released median norm -- and a warning where it says the
+        release will be no better than the trivial one, or is the trivial one (the zero matrix)."""
+        task = TASKS[type(self).__name__]
+        budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical))
+        self.forecast_ = forecast(task, fit.mechanism.name, fit.n, fit.d, fit.radius, budget, fit.typical_value)
+        if fit.mechanism.name == "zero":
+            better = next((name for name, _ in (self.advice_.ranking if self.advice_ else ()) if name != "zero"
+                           and self._qualifies(get_mechanism(name))), None)
+            other = None if better is None else forecast(task, better, fit.n, fit.d, fit.radius, budget,
+                                                         fit.typical_value)
+            why = "auto chose it: no mechanism is measured to beat it" if self.advice_ else "named"
+            needs = "" if other is None or not other.useless else \
+                f" {better}, the next ranked, would beat it with {other.needs(fit.n, budget)}."
+            warnings.warn(f"{type(self).__name__} releases the zero matrix ({why} at n = {fit.n}, d = {fit.d}, "
+                          f"{fit.budget}): nothing about the data is released.{needs}", UselessReleaseWarning,
+                          stacklevel=4)
+        elif self.forecast_ is not None and self.forecast_.useless:
+            warnings.warn(self.forecast_.message(fit.n, budget), UselessReleaseWarning, stacklevel=4)
 
     def _step_centre(self, fit: _Fit) -> None:
         """centering='private': reads the rows' sum; releases their mean (mean_share, divided by the public count);
@@ -414,7 +444,9 @@ class _PrivateFit:
         budget = person_budget(self.budget, k)
         charge = None
         if self.session is not None:  # the whole budget, before any row is read (BudgetExceeded: nothing spent)
-            charge = self.session.charge(self.budget, f"{type(self).__name__}.fit ({self.mechanism}, {self.budget})")
+            who = "" if persons is None else f"; per person, <= {k} rows each, group privacy"
+            charge = self.session.charge(self.budget, f"{type(self).__name__}.fit ({self.mechanism}, {self.budget}"
+                                                      f"{who})")
         rng = _generator(self.random_state, self.numerics)
         fit = _Fit(rows, 0, rows.d, budget, Accountant(budget), rng, components)
         self._step_persons(fit, persons)
@@ -423,10 +455,11 @@ class _PrivateFit:
         fit.mechanism = self._choose(fit)
         self._step_bound(fit)
         self._step_typical(fit)
+        self._warn_if_useless(fit)
         self._step_centre(fit)
         estimate = self._step_covariance(fit, spectral, clamp)
-        if charge is not None:
-            self.session.record(charge, self.ledger_)
+        if charge is not None:  # the steps that spend (a note on group privacy is in the release's line)
+            self.session.record(charge, [(what, b) for what, b in self.ledger_ if b is not None])
         return estimate, fit.centre, fit.radius, fit.n
 
     def _step_covariance(self, fit: _Fit, spectral: bool, clamp: bool):
@@ -472,6 +505,12 @@ class _PrivateFit:
         self.radius_ = fit.radius
         self.count_ = fit.n
         self.numerics_ = _numerics_note(self.numerics, rng, mechanism if idealized_release else None)
+        if components is None and mechanism.name != "zero" and \
+                np.abs(_values(estimate)).max(initial=0.0) <= 1e-12 * fit.radius**2:  # the trivial release itself
+            warnings.warn(f"{mechanism.name} released (numerically) the zero matrix at n = {fit.n}, d = {fit.d}, "
+                          f"{fit.budget}: nothing about the data (e.g. AdaptiveCov's private radius finds no row above "
+                          f"r 2^-K with too few rows for its share); more rows or budget, or a tighter radius, would "
+                          f"let it say something", UselessReleaseWarning, stacklevel=4)
         return estimate
 
     def _fall_back(self, failed, problem, remaining, rng, components, final_rows: bool, spectral: bool,
@@ -621,7 +660,7 @@ class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin,
             warnings.warn(f"{self.mechanism_} released a zero covariance: nothing about the data at this budget "
                           f"(e.g. AdaptiveCov's private radius finds no row above r 2^-K with too few rows for its "
                           f"share); components_ are the first {k} coordinate axes, not principal components",
-                          UserWarning, stacklevel=2)
+                          UselessReleaseWarning, stacklevel=2)
         self.components_ = spectral.vectors[:, order].T.copy()
         self.explained_variance_ = np.clip(spectral.values[order], 0.0, radius**2)  # post-processing
         self.n_components_ = int(k)

@@ -108,7 +108,11 @@ _SPECTRAL_AUDIT = AuditNeeds("gaussian", (("swap_values", 1000), ("scale", 1000)
 _PURE_AUDIT = AuditNeeds("dp", (("swap_values", 1000), ("l1", 10), ("scale", 1000)))
 _EM_AUDIT = AuditNeeds("dp", (("swap_values", 1000), ("scale", 1000)))
 _CLIP = (("tau", 1.0),)
-_PUBLISHED = (("calibration", "public_code"),)  # the as-published calibrations (not private at the claim)
+_PUBLISHED = (("calibration", "public_code"),)
+# why the raw-row mechanisms do not take privacy_unit="add_remove": the reduction (mechanisms/units.py) resizes rows
+# inside the problem's ball, and these read rows with no norm bound (or their band sums from a streamed table)
+_RAW_ROWS = ("it reads raw rows with no norm bound, and the add/remove reduction (mechanisms/units.py) resizes rows "
+             "inside the problem's ball; not implemented for raw rows")  # the as-published calibrations (not private at the claim)
 
 def _with_release(default_mechanism: str):
     """mechanisms/pipeline.py's private_pipeline with this module's ``release`` handed in (the pipeline runs
@@ -192,15 +196,17 @@ MECHANISMS = {m.name: m for m in [
               check=stable.check_options, predict=stable.STABLE_PREDICTION,
               audit=AuditNeeds("dp", (("stable", 300_000),), options=(("on_fail", "zero"),),
                                search_pairs=(("stable", 300_000),), slow=True),
-              style=("tab:red", "*"), needs=("raw rows",)),
+              style=("tab:red", "*"), needs=("raw rows",), add_remove=_RAW_ROWS),
     Mechanism("pipeline", "Private pipeline", ZCDP, _pipeline,
               "dpcov: Dong et al.'s PrivRadius (Lemma 9), a private mean, then the inner mechanism (issue 39)",
               audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))),
-              style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",)),
+              style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",),
+              add_remove=_RAW_ROWS),
     Mechanism("pipeline_pure", "Private pipeline", PureDP, _pipeline_pure,
               "dpcov: Dong et al.'s PrivRadius (Lemma 9), a private mean, then the inner mechanism (issue 39)",
               audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
-              style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",)),
+              style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",),
+              add_remove=_RAW_ROWS),
 ]}
 
 
@@ -478,7 +484,7 @@ def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budge
     resized = BandSums(problem.radius).add(kept).problem(ridge=problem.ridge, rows=kept, n_public=n_public)
     rest = budget.scaled(1 - count_share)
     estimate, inner = release(mechanism, resized, rest, rng, options=options, clamp=clamp, spectral=spectral)
-    accountant.spend(rest, mechanism.label)
-    accountant.ledger[-1:] = inner.ledger
+    accountant.spend(rest, f"{mechanism.label} (spent nothing)")
+    accountant.ledger[-1:] = inner.ledger or accountant.ledger[-1:]
     accountant.released = inner.released
     return estimate, accountant
