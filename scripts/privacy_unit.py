@@ -90,9 +90,13 @@ def committed_equal(summary: pd.DataFrame, trials: int) -> str:
         return "not compared (another trial count)"
     stored = pd.read_csv(committed)
     cols = ["mechanism", "N", "err_fro_mean", "err_fro_sem", "err_fro_count"]
-    same = stored[cols].sort_values(cols[:2]).reset_index(drop=True).equals(
-        summary[cols].sort_values(cols[:2]).reset_index(drop=True))
-    return "identical to results/dong2022/fig3a/summary.csv" if same else \
+    stored, fresh = (f[cols].sort_values(cols[:2]).reset_index(drop=True) for f in (stored, summary))
+    if stored.equals(fresh):
+        return "identical to results/dong2022/fig3a/summary.csv"
+    close = np.allclose(stored[cols[2:]], fresh[cols[2:]], rtol=1e-12, atol=0)
+    return ("the committed results/dong2022/fig3a/summary.csv to 1e-12 relative, not bit for bit (its means "
+            "differ in the last bit; so do those of a fresh run with the code before privacy_unit existed, whose "
+            "results.csv is this run's, byte for byte but the seconds)") if close else \
         "DIFFERS from results/dong2022/fig3a/summary.csv"
 
 
@@ -220,6 +224,26 @@ def h2h_text(table: pd.DataFrame, trials: int, seconds: float) -> list[str]:
     return lines
 
 
+def notes(h2h: pd.DataFrame | None) -> list[str]:
+    """What the count costs, from its calibration alone (mechanisms/units.py count_noise)."""
+    c = COUNT_SHARE
+    lines = ["## what the count costs (from the calibration, not measured)",
+             f"- the mechanism runs at 1 - {c} of the budget: an error proportional to the noise grows by "
+             f"1/sqrt(1 - c) = {1 / math.sqrt(1 - c):.4f} under zCDP (Gaussian noise: rho ~ 1/sigma^2) and by "
+             f"1/(1 - c) = {1 / (1 - c):.4f} under pure eps-DP (Laplace noise ~ 1/eps); errors not made of noise "
+             f"(the zero matrix, a bias) do not move.",
+             f"- the count: n + Z, Z discrete Gaussian sigma = 1/sqrt(2 c rho) (zCDP) or discrete Laplace of scale "
+             f"t = ceil(1/(c eps)) (sd sqrt(2) t). Where n~ > n the rows are padded with zero rows (Sigma scaled by "
+             f"n/n~: a bias of about -E[Z+]/n); where n~ < n a random n~ of them are kept (unbiased, fewer rows)."]
+    if h2h is not None:
+        for n, eps in sorted({(int(r.n), float(r.eps)) for r in h2h.itertuples()}):
+            t = math.ceil(1 / (c * eps))
+            if eps == min(EPSILONS) or eps == 1.0:
+                lines.append(f"  n = {n:>5}, eps = {eps:g}: count sd {math.sqrt(2) * t:.0f} rows = "
+                             f"{100 * math.sqrt(2) * t / n:.2g} % of n")
+    return lines
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fig3a-trials", type=int, default=50)
@@ -253,6 +277,7 @@ def main(argv=None) -> None:
         table = h2h_ratios(frame)
         table.to_csv(args.out / "h2h_ratios.csv", index=False)
         text += h2h_text(table, args.h2h_trials, seconds) + [""]
+    text += notes(table if "h2h" not in args.skip else None) + [""]
     args.write.parent.mkdir(parents=True, exist_ok=True)
     args.write.write_text("\n".join(text))
     print("\n".join(text))
