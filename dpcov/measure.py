@@ -45,15 +45,17 @@ def scenario_rows(n: int, d: int, decay: float, fill: float, seed: int, ridge: b
 
 
 def score_fit(task: str, mechanism: str, budget, X: np.ndarray, y: np.ndarray | None = None, k: int = 1,
-              seed: int = 0, radius=1.0) -> tuple[float, str, float]:
+              seed: int = 0, radius=1.0, privacy_unit: str = "replace_one") -> tuple[float, str, float]:
     """(the task's metric, the mechanism fitted, the fit's seconds) of one fit through the estimator, radius
     ``radius`` and centering="private": PCA's captured variance (higher is better), the covariance's
     Frobenius error or ridge's training MSE on (X, y) (lower is better). Each mechanism runs with the numerics the
     estimators give it: hardened where it can be (auto, and every additive mechanism), else idealized (named: no
-    warning here)."""
+    warning here). ``privacy_unit``: "replace_one" (n public), the unit every committed measurement (the defaults'
+    table, the head-to-head) was made under, or "add_remove" (the estimators' default; results/measurements/
+    privacy_unit.txt measures what it costs)."""
     numerics = "hardened" if mechanism == "auto" or hardenable(get_mechanism(mechanism)) else "idealized"
     common = dict(mechanism=mechanism, budget=budget, radius=radius, centering="private", random_state=seed,
-                  numerics=numerics)
+                  numerics=numerics, privacy_unit=privacy_unit)
     with threadpool_limits(limits=1):
         start = time.perf_counter()
         model = {"pca": lambda: PrivatePCA(k, **common).fit(X), "covariance": lambda: PrivateCovariance(**common).fit(X),

@@ -21,8 +21,6 @@ The runs are kept (resumable) under --out (default outputs/privacy_unit/).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import math
 import platform
 import sys
@@ -48,7 +46,6 @@ UNITS = ("replace_one", "add_remove")
 PCA_SETS = ("wine", "cancer", "digits", "mnist49", "adult")  # head_to_head.main's sets
 REGRESSION_SETS = ("wine", "airfoil", "adult")
 SEEDS = {"pca": 7, "covariance": 13, "ridge": 11}  # head_to_head's measure_pca / _covariance / _regression
-ESTIMATORS = ("PrivatePCA", "PrivateCovariance", "PrivateRidge")
 TARGET = 1.05  # the issue's expectation for n >= 2000
 LARGE = 2000
 
@@ -102,23 +99,8 @@ def committed_equal(summary: pd.DataFrame, trials: int) -> str:
 
 # --- (b) head-to-head cells --------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def privacy_unit(unit: str):
-    """score_fit with the estimators' privacy_unit set (score_fit takes none; the estimators' default is
-    add_remove): its estimator classes, as dpcov.measure names them, bound to ``unit`` for the call."""
-    saved = {name: getattr(measure, name) for name in ESTIMATORS}
-    try:
-        for name, cls in saved.items():
-            setattr(measure, name, functools.partial(cls, privacy_unit=unit))
-        yield
-    finally:
-        for name, cls in saved.items():
-            setattr(measure, name, cls)
-
-
 def fit(task: str, unit: str, X, y, k: int, eps: float, seed: int) -> tuple[float, str, float]:
-    with privacy_unit(unit):
-        return measure.score_fit(task, "auto", dpcov.PureDP(eps), X, y, k, seed)
+    return measure.score_fit(task, "auto", dpcov.PureDP(eps), X, y, k, seed, privacy_unit=unit)
 
 
 def head_to_head(trials: int, n_jobs: int, data_dir=None) -> pd.DataFrame:
