@@ -41,6 +41,12 @@ ball and gamma >= 1, so nothing is clipped). Every later step clips by the *elli
 clipped second moment (1/n) sum clip_B(A_{i-1} x) clip_B(A_{i-1} x)^T for that A_{i-1}), which no
 statistic computed before the run can provide. ``coinpress_cov_rows`` is the full algorithm on rows;
 ``coinpress_cov`` (the registry entry, which sees only ``CovProblem``) is one-iteration CoinPress.
+
+numerics="hardened" (mechanisms/noise.py), every step: the step's statistic, its upper triangle, on a 2^k grid plus
+exact discrete Gaussian noise at rho_i (``noise.gaussian_release``), the sensitivity inflated by the rounding and by
+a proven bound on the computed statistic's float error (``moment_float_error``: the transform A x, the clip, the
+products and the sum); nu then uses the sd actually drawn. Everything after a release (PSD part, U, the next A, the
+final A^-1 Z^+ A^-T) is post-processing of released values.
 """
 from __future__ import annotations
 
@@ -50,7 +56,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .gaussian import gaussian_sigma, symmetric_gaussian
+from . import noise
+from .gaussian import covariance_float_error, gaussian_sigma, symmetric_gaussian, upper_indices
 from .privacy import ZCDP, Accountant
 from .problem import CovProblem, validate_rows
 from .spectral import Spectral
@@ -131,13 +138,60 @@ def step_bound(A: np.ndarray, radius: float, gamma: float, calibration: str) -> 
     return min(gamma, radius * float(np.linalg.norm(A, 2)))
 
 
+ROW_SLACK = 1e-8  # validated rows lie in the r-ball up to 1e-9 relative (problem._NORM_SLACK)
+
+
+def moment_float_error(A: np.ndarray, radius: float, bound: float, n: int) -> float:
+    """A bound on each computed entry of ``clipped_second_moment(X @ A.T, bound)``'s distance from the exact
+    (1/n) sum c(A x) c(A x)^T (A the public float matrix, c the projection onto the B-ball, ||x|| <= r):
+    - w = A x in floats: |w^_i - w_i| <= gamma_d sum_k |A_ik| |x_k|, so ||w^ - w||_2 <= gamma_d ||A||_F r' = eta_w;
+    - c is 1-Lipschitz, and the computed clip (the norm: d products, d - 1 sums, sqrt; B / norm, min, the product)
+      is within gamma_(d+4) ||c(w^)|| <= gamma_(d+4) B of c(w^) per entry: eta_c = eta_w + gamma_(d+4) B sqrt(d);
+    - a product of two clipped entries within eta_c (2 B + eta_c); the sum of n products of size (B + eta_c)^2
+      (``noise.sum_error_bound``), / n, and the symmetrisation's add and halving: 3 u (B + eta_c)^2 more."""
+    d = A.shape[0]
+    gamma = lambda k: k * noise.UNIT_ROUNDOFF / (1 - k * noise.UNIT_ROUNDOFF)  # noqa: E731 Higham's gamma_k
+    eta_w = gamma(d) * float(np.linalg.norm(A)) * (1 + 1e-6) * radius * (1 + ROW_SLACK)
+    eta_c = eta_w + gamma(d + 4) * bound * math.sqrt(d)
+    top = (bound + eta_c) ** 2
+    return (eta_c * (2 * bound + eta_c) + noise.sum_error_bound(n, top, ops_per_term=1) / n
+            + 3 * noise.UNIT_ROUNDOFF * top)
+
+
+def hardened_moment(moment: np.ndarray, bound: float, n: int, budget: ZCDP, float_error: float,
+                    accountant: Accountant, rng: np.random.Generator, what: str) -> tuple[np.ndarray, float]:
+    """The step's statistic (entries within B^2), its upper triangle released rho_i-zCDP on a 2^k grid with exact
+    discrete Gaussian noise (l2-sensitivity sqrt(2) B^2 / n, inflated), mirrored; the hardening in the ledger.
+    Returns the release and the sd drawn."""
+    d = moment.shape[0]
+    rows, cols = upper_indices(d)
+    noisy, how = noise.gaussian_release(moment[rows, cols], l2_sensitivity=sensitivity(bound, n), rho=budget.rho,
+                                        bound=bound**2, float_error=float_error, rng=rng)
+    accountant.spend(budget, f"{what} ({how})")
+    out = np.empty((d, d))
+    out[rows, cols] = noisy
+    out[cols, rows] = noisy
+    return out, how.scale
+
+
 def noisy_step(X: np.ndarray, A: np.ndarray, bound: float, budget: ZCDP, accountant: Accountant,
-               rng: np.random.Generator, what: str) -> np.ndarray:
-    """Steps 1-2 of MVCStep: the clipped second moment of the rows A x plus rho-zCDP Gaussian noise."""
+               rng: np.random.Generator, what: str, numerics: str = "idealized", radius: float = 1.0) -> np.ndarray:
+    """Steps 1-2 of MVCStep: the clipped second moment of the rows A x plus rho-zCDP Gaussian noise.
+    numerics="hardened": on a grid with exact noise (``hardened_moment``; rows in the ``radius`` ball)."""
+    return _noisy_step(X, A, bound, budget, accountant, rng, what, numerics, radius)[0]
+
+
+def _noisy_step(X, A, bound, budget, accountant, rng, what, numerics, radius) -> tuple[np.ndarray, float]:
+    """``noisy_step`` and the sd of its noise."""
+    noise.check_numerics(numerics)
+    if numerics == "hardened":
+        moment = clipped_second_moment(X @ A.T, bound)
+        error = moment_float_error(A, radius, bound, len(X))
+        return hardened_moment(moment, bound, len(X), budget, error, accountant, rng, what)
     accountant.spend(budget, what)
     moment = clipped_second_moment(X @ A.T, bound)
     scale = gaussian_sigma(sensitivity(bound, len(X)), budget)  # = bound^2 / (n sqrt(rho))
-    return moment + scale * symmetric_gaussian(moment.shape[0], rng)
+    return moment + scale * symmetric_gaussian(moment.shape[0], rng), scale
 
 
 def _psd_part(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,14 +202,16 @@ def _psd_part(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # --- the algorithm on rows -----------------------------------------------------------------------------
 def coinpress_cov_rows(X, rho_budgets: Sequence, rng: np.random.Generator, accountant: Accountant, *,
                        radius: float = 1.0, beta: float = DEFAULT_BETA,
-                       calibration: str = "domain") -> np.ndarray:
+                       calibration: str = "domain", numerics: str = "idealized") -> np.ndarray:
     """CoinPress covariance (t = len(rho_budgets) iterations) of the uncentred Sigma = X^T X / n.
 
     ``rho_budgets``: rho_1..rho_t (numbers or ``ZCDP``), each spent through ``accountant`` by one
     Gaussian-mechanism step (``paper_rho_split`` gives the authors' split). Rows must lie in the ball of
     radius ``radius``. ``beta`` is split evenly over the t steps (beta_s = beta / t) for gamma, eta, nu.
-    Returns the d x d PSD estimate A_{t-1}^{-1} Z_t^+ A_{t-1}^{-T}.
+    Returns the d x d PSD estimate A_{t-1}^{-1} Z_t^+ A_{t-1}^{-T}. numerics="hardened": every step on a grid with
+    exact noise (module docstring).
     """
+    noise.check_numerics(numerics)
     X = validate_rows(X, radius)
     budgets = _budgets(rho_budgets)
     beta = _probability("beta", beta)
@@ -170,13 +226,14 @@ def coinpress_cov_rows(X, rho_budgets: Sequence, rng: np.random.Generator, accou
     A_inv = np.eye(d) * radius  # kept alongside A, so no matrix is ever inverted
     for i, budget in enumerate(budgets, start=1):
         bound = step_bound(A, radius, gamma, calibration)
-        Z = noisy_step(X, A, bound, budget, accountant, rng, f"CoinPress: iteration {i}/{t}")
+        Z, scale = _noisy_step(X, A, bound, budget, accountant, rng, f"CoinPress: iteration {i}/{t}", numerics,
+                              radius)
         values, vectors = _psd_part(Z)
         if i == t:
             basis = A_inv @ vectors  # A^{-1} Z^+ A^{-T} = (A^{-1} V) diag(values) (A^{-1} V)^T
             out = (basis * values) @ basis.T
             return (out + out.T) / 2
-        nu = noise_nu(d, gaussian_sigma(sensitivity(bound, n), budget), beta_s)
+        nu = noise_nu(d, scale, beta_s)  # the sd drawn (hardened: a little wider than the ideal)
         shifted = values + eta + nu  # U = Z^+ + (eta + nu) I, eigenvalues > 0
         A = (vectors / np.sqrt(shifted)) @ vectors.T @ A  # U^{-1/2} A
         A_inv = A_inv @ (vectors * np.sqrt(shifted)) @ vectors.T  # A^{-1} U^{1/2}
@@ -186,7 +243,7 @@ def coinpress_cov_rows(X, rho_budgets: Sequence, rng: np.random.Generator, accou
 # --- the registry entry (statistics only) ---------------------------------------------------------------
 def coinpress_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                   iterations: int = 1, beta: float = DEFAULT_BETA,
-                  calibration: str = "domain") -> Spectral:
+                  calibration: str = "domain", numerics: str = "idealized") -> Spectral:
     """One-iteration CoinPress from ``problem.sigma`` alone (the whole budget on the single step).
 
     With A_0 = I / r the transformed rows x / r lie in the unit ball and gamma >= 1, so the clip is
@@ -198,7 +255,11 @@ def coinpress_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Ge
     ellipsoidal norm ||A_{i-1} x||, where A_{i-1} depends on the noise drawn at run time, so it needs
     the rows themselves (equivalently, for each step, (1/n) sum clip_B(A_{i-1} x) clip_B(A_{i-1} x)^T
     for that A_{i-1}), which ``CovProblem`` does not hold. Use ``coinpress_cov_rows`` on the rows.
+
+    numerics="hardened": Sigma / r^2 (computed within covariance_float_error / r^2 + u per entry) on a grid with exact
+    discrete Gaussian noise at sensitivity sqrt(2) B^2 / n.
     """
+    noise.check_numerics(numerics)
     iterations = _positive_int("iterations", iterations)
     if iterations != 1:
         raise ValueError(
@@ -213,6 +274,12 @@ def coinpress_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Ge
     bound = step_bound(A0, r, gaussian_tail_radius(d, n, beta), calibration)
     # The statistic of step 1 without rows: no transformed row x / r exceeds 1 <= bound.
     moment = problem.sigma / r**2
+    if numerics == "hardened":
+        error = covariance_float_error(r, n, d) / r**2 + noise.UNIT_ROUNDOFF * (1 + 1e-6)
+        noisy, _ = hardened_moment(moment, bound, n, accountant.total, error, accountant, rng,
+                                   "CoinPress: iteration 1/1")
+        values, vectors = _psd_part(noisy)
+        return Spectral(values * r**2, vectors)
     accountant.spend(accountant.total, "CoinPress: iteration 1/1")
     scale = gaussian_sigma(sensitivity(bound, n), accountant.total)
     values, vectors = _psd_part(moment + scale * symmetric_gaussian(d, rng))

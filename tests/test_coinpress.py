@@ -366,7 +366,7 @@ def test_domain_calibration_ill_conditioned_iterations_help(ill_conditioned):
 def test_registry_signature_has_keyword_only_options():
     params = inspect.signature(coinpress_cov).parameters.values()
     assert [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY] == \
-        ["iterations", "beta", "calibration"]
+        ["iterations", "beta", "calibration", "numerics"]
 
 
 def test_problem_version_refuses_multiple_iterations(rows):
