@@ -9,7 +9,7 @@ with its fitted constant), set against the largest signal these facts allow, S =
 
 - covariance: the zero matrix errs by ||Sigma||_F <= S: a release whose noise is at least S is no better;
 - PCA: a random k-subspace; the top-k subspace of Sigma + E follows Sigma's only while E is well below its
-  eigengaps, so the limit is a fifth of the signal (PCA_LIMIT);
+  eigengaps, so the limit is 0.3 of the signal (PCA_LIMIT);
 - ridge: predicting y's mean; (Sigma_xx + alpha/n I)^-1 Sigma_xy amplifies the covariance's noise by the inverse of
   Sigma_xx's small eigenvalues: with the trace spread over d directions and decaying, the smallest relevant are
   about S / d^2, the limit.
@@ -39,7 +39,7 @@ def threshold(task: str, d: int) -> float:
     return {"covariance": 1.0, "pca": PCA_LIMIT, "ridge": 1.0 / d**2}[task]
 
 
-PCA_LIMIT = 0.2  # PCA needs the noise well below the eigengaps, not only below the signal (module doc)
+PCA_LIMIT = 0.3  # PCA needs the noise well below the eigengaps, not only below the signal (module doc)
 
 
 @dataclass(frozen=True)

@@ -254,9 +254,10 @@ def test_the_suite_runs_hardened_lines_on_request(tmp_path):
     the committed idealized lines'); the others stay idealized; a smoke run works; a bad value is refused."""
     from dpcov.experiments.config import ConfigError, compose_experiment
     from dpcov.experiments.runner import run_experiment
-    exp = compose_experiment(["experiment=synthetic_trace", "scale=smoke", "mechanisms=[gauss,coinpress,zero]",
+    exp = compose_experiment(["experiment=synthetic_trace", "scale=smoke", "mechanisms=[gauss,coinpress,emcov,zero]",
                               "numerics=hardened", f"output_dir={tmp_path}"])
-    assert exp.line("gauss").options == {"numerics": "hardened"} and exp.line("coinpress").options == {}
+    assert exp.line("gauss").options == exp.line("coinpress").options == {"numerics": "hardened"}  # since issue 55
+    assert exp.line("emcov").options == {}  # an eigenvector sampler: no hardened numerics
     assert len(run_experiment(exp).results.read_text().splitlines()) == 1 + exp.total_runs()
     assert compose_experiment(["experiment=pure_trace", "scale=smoke"]).line("lap").options == {}
     with pytest.raises(ConfigError, match="numerics must be one of"):
