@@ -9,9 +9,8 @@ the r-ball (post-processing: the true mean lies there), so rows minus it lie in 
 numerics="hardened" releases the mean on a 2^k grid with exact integer noise (mechanisms/noise.py): the
 discrete Gaussian under rho-zCDP, the discrete Laplace under eps-DP, the sensitivity inflated by the
 rounding and by the float error of the sum (``noise.sum_error_bound``). Under (eps, delta) it is the
-discrete Gaussian at the largest rho whose zCDP implies (eps, delta) (Bun & Steinke 2016, Prop. 1.3; the
-discrete Gaussian is rho-zCDP, Canonne et al. 2020, Thm 14): a proven calibration, somewhat wider than the
-analytic Gaussian's.
+discrete Gaussian calibrated by its own (eps, delta) curve (``noise.gaussian_release_approx``: within 1e-5 of the
+analytic Gaussian's width, never wider than the zCDP route's).
 """
 from __future__ import annotations
 
@@ -45,6 +44,9 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
         if isinstance(budget, PureDP):
             noisy, how = noise.laplace_release(mean, l1_sensitivity=l2 * math.sqrt(d), eps=budget.eps,
                                                bound=radius, float_error=error, rng=rng)
+        elif isinstance(budget, ApproxDP):  # the discrete Gaussian's own (eps, delta) curve (noise.py)
+            noisy, how = noise.gaussian_release_approx(mean, l2_sensitivity=l2, eps=budget.eps, delta=budget.delta,
+                                                       bound=radius, float_error=error, rng=rng)
         else:
             rho = budget_guaranteeing(budget, ZCDP).rho  # ZCDP itself, or the rho implying (eps, delta)
             noisy, how = noise.gaussian_release(mean, l2_sensitivity=l2, rho=rho, bound=radius,
