@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from dpcov.commands import closed_pipe_exit
+
 # name -> (module in dpcov.commands, function taking argv, what it does)
 COMMANDS = {
     "run": ("run", "cli", "run one experiment: experiment=NAME [scale=small|paper|smoke] [Hydra overrides]; "
@@ -40,6 +42,16 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``dpcov ARGS``: the subcommand's status; a reader that closed stdout (``dpcov ... | head``) ends it quietly."""
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()  # a closed pipe shows here at the latest, not in the interpreter's last flush
+    except BrokenPipeError:
+        closed_pipe_exit()
+    return status
+
+
+def _dispatch(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())

@@ -178,6 +178,7 @@ class Progress:
         self.done, self.start = 0, time.perf_counter()
         self.last = self.start
         self._lock, self._stop = threading.Lock(), threading.Event()
+        self.broken = False  # stdout's reader closed the pipe (dpcov run ... | head)
         self._thread = threading.Thread(target=self._beat, daemon=True)
 
     def __enter__(self) -> "Progress":
@@ -192,9 +193,21 @@ class Progress:
         while not self._stop.wait(min(self.every, 1.0) / 5):
             now = time.perf_counter()
             if now - self.last >= (min(self.every, 1.0) if now - self.start < 10 else self.every):
-                self.update(0, force=True)
+                try:
+                    self.update(0, force=True)
+                except BrokenPipeError:  # the reader went away: the main thread raises it at its next update
+                    return
 
     def update(self, count: int, force: bool = False) -> None:
+        if self.broken:
+            raise BrokenPipeError("stdout's reader closed the pipe")
+        try:
+            self._update(count, force)
+        except BrokenPipeError:
+            self.broken = True
+            raise
+
+    def _update(self, count: int, force: bool = False) -> None:
         with self._lock:
             first = self.done == 0 and count > 0
             self.done += count
@@ -430,10 +443,17 @@ def _run(experiment: Experiment, store: ResultsStore) -> Outputs:
             if experiment.executor == "local":
                 start_workers(n_jobs)
             parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered", pre_dispatch="2*n_jobs")
-            for rows in parallel(_tasks(experiment, work, chunk, spectra)):
-                store.append(rows)  # written as soon as a task finishes: an interruption loses little
-                new_rows += len(rows)
-                progress.update(len(rows))
+            outputs = parallel(_tasks(experiment, work, chunk, spectra))
+            try:
+                for rows in outputs:
+                    store.append(rows)  # written as soon as a task finishes: an interruption loses little
+                    new_rows += len(rows)
+                    progress.update(len(rows))
+            except BrokenPipeError:  # stdout's reader is gone: stop, quietly (joblib would warn of the cancelled tasks)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    outputs.close()
+                raise
     try:
         summary = summarise(experiment, store.load())
     except ValueError as err:

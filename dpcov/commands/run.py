@@ -10,6 +10,7 @@ from omegaconf import open_dict
 
 from dpcov.experiments.config import (CONF_DIR, ConfigError, build_experiment, check_command_line, experiment_names,
                                 job_output_dir, load_yaml, open_key_overrides)
+from dpcov.commands import closed_pipe_exit
 from dpcov.experiments.runner import Interrupted, run_experiment
 from dpcov.figures.plot import draw
 
@@ -34,10 +35,15 @@ def main(cfg) -> None:
         print(f"interrupted: {stop.kept} runs kept in {stop.results}; re-run the same command to resume",
               file=sys.stderr, flush=True)
         sys.exit(130)
+    except BrokenPipeError:  # the reader of stdout went away: every finished run is kept
+        closed_pipe_exit()
     except (ValueError, OSError) as err:  # bad data, files or directories: say what, without a traceback
         sys.exit(f"error: {err}")
-    print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {png} (+ .pdf)\n"
-          f"config:  {out.config}")
+    try:
+        print(f"results: {out.results}\nsummary: {out.summary}\nfigure:  {png} (+ .pdf)\n"
+              f"config:  {out.config}", flush=True)
+    except BrokenPipeError:
+        closed_pipe_exit()
 
 
 OVERRIDES = """common overrides (any key of conf/config.yaml; docs/running.md has them all):
