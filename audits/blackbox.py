@@ -271,6 +271,7 @@ class Finding:
     bound: Bound
     claim: Claim
     level: float  # of each probability's Clopper-Pearson bound
+    stage: str = "paper"  # "paper": the search on rounded releases (the calibration); "low bits": the precision stage
 
     @property
     def exceeded(self) -> bool:
@@ -300,10 +301,40 @@ class AuditReport:
     numerics: str = "idealized"  # "as executed": the low bits were audited too (precision stage)
     privacy_unit: str = "replace_one"  # the neighbours audited (add_remove: the replace-one pairs too)
     run_as: str = ""  # how the mechanism ran: through release's add/remove reduction, or as it is
+    low_bits_audited: bool = False  # the precision stage ran (numerics "as executed", unless a sweep skipped it)
+    low_bits_seconds: float = 0.0  # wall seconds of the precision stage (the rest: the calibration's search)
 
     @property
     def exceeded(self) -> bool:
+        """The claim is exceeded: on paper, or (audited as executed) by the low bits."""
         return any(f.exceeded for f in self.findings)
+
+    @property
+    def calibration_exceeded(self) -> bool:
+        """The verdict on paper: the search on rounded releases (the calibration) confirmed an excess."""
+        return any(f.exceeded for f in self.findings if f.stage != "low bits")
+
+    @property
+    def low_bits_exceeded(self) -> bool:
+        """The verdict as executed: the precision stage confirmed an excess on the releases' low bits."""
+        return any(f.exceeded for f in self.findings if f.stage == "low bits")
+
+    def _worst_of(self, stage: str) -> Finding | None:
+        found = [f for f in self.findings if (f.stage == "low bits") == (stage == "low bits")]
+        return max(found, key=lambda f: f.bound.value) if found else None
+
+    def verdicts(self) -> list[str]:
+        """One line per verdict: on paper (the calibration) and, audited as executed, the low bits."""
+        def text(exceeded: bool, worst: Finding | None) -> str:
+            bound = f": {worst.claim.symbol} >= {worst.bound.value:.4g} vs {worst.claim.value:.4g}" if worst else ""
+            return ("EXCEEDS its claim" if exceeded else "no evidence against its claim") + bound
+        out = [f"on paper (the calibration, low bits rounded away): "
+               f"{text(self.calibration_exceeded, self._worst_of('paper'))}"]
+        if self.numerics == "as executed":
+            out.append("as executed (the low bits): " + (
+                text(self.low_bits_exceeded, self._worst_of("low bits")) if self.low_bits_audited else
+                "not audited at this claim (they leaked at an earlier one)"))
+        return out
 
     @property
     def worst(self) -> Finding | None:
@@ -325,6 +356,8 @@ class AuditReport:
         if worst is not None:
             lines.append(f"worst pair: {worst.pair}")
             lines.append(f"lower bound: {worst.describe()}")
+        if self.numerics == "as executed":
+            lines += self.verdicts()
         verdict = ("EXCEEDS its claim" if self.exceeded else "no evidence against its claim")
         lines.append(f"verdict: {verdict} (alpha = {self.alpha:.3g} over this whole search: "
                      f"{self.confirmations} confirmation{'s' if self.confirmations != 1 else ''} at alpha/"
@@ -355,6 +388,11 @@ def _estimate(claim: Claim, F0: np.ndarray, F1: np.ndarray) -> float:
     return value / claim.value if claim.value > 0 else value
 
 
+# Audited as executed, the precision stage (the low bits) gets at most this share of the time budget, the search
+# (the calibration, on paper) the rest; a finding in one does not end the other. A float leak is an event that is
+# (almost) certain on one side and impossible on the other, confirmed on ~1000 runs per side in a few seconds; the
+# calibration needs the search's hundreds of thousands of runs (docs/privacy.md, results/measurements/audit_two_verdicts.txt)
+LOW_BITS_SHARE = 0.15
 PRECISION_PAIR = PairSpec("zeros", 3)  # Sigma = 0 (dyadic) against diag(1/3, 0) (not): the low bits differ
 # add/remove: 1 against 2 zero rows, only n differs: a grid (or a noise scale) that follows the exact n moves by 2x
 # (a power of two above c / n), one that follows a released count does not
@@ -439,18 +477,24 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
 
     def report(findings, screened, dropped) -> AuditReport:
         return AuditReport(mechanism.name, options, claim, alpha, findings, screened, dropped, sampler.releases,
-                           time.perf_counter() - started, slots, numerics, unit, run_as)
+                           time.perf_counter() - started, slots, numerics, unit, run_as, bool(precision_pairs),
+                           low_bits_seconds)
 
+    # 0. As executed: the low bits, on pairs whose release's grid may differ (at most LOW_BITS_SHARE of the time).
+    # A leak is one verdict; the calibration is the other: the search below runs whatever the low bits say
     precision_findings = []
-    for k, spec in enumerate(precision_pairs):  # 0. The low bits, on pairs whose release's grid may differ
-        finding = _precision_stage(sampler, claim, alpha / (2 * slots), seconds * 0.15 / len(precision_pairs), runs,
-                                   seed, log, spec, key=10**6 + k)
+    low_bits_seconds = 0.0
+    for k, spec in enumerate(precision_pairs):
+        finding = _precision_stage(sampler, claim, alpha / (2 * slots), seconds * LOW_BITS_SHARE / len(precision_pairs),
+                                   runs, seed, log, spec, key=10**6 + k)
         if finding is not None:
             log(("EXCEEDS " if finding.exceeded else "within  ") + finding.describe()
                 + f" [{time.perf_counter() - started:.0f} s]")
-            if finding.exceeded:
-                return report(precision_findings + [finding], [], [])
             precision_findings.append(finding)
+            if finding.exceeded:
+                log("the low bits leak; the calibration is audited next, on paper (low bits rounded away)")
+                break  # one leak decides this verdict: the time left goes to the calibration
+    low_bits_seconds = time.perf_counter() - started if precision_pairs else 0.0
 
     # 1. Pilot: which pairs the mechanism accepts, and what a release costs
     if pairs is not None:
@@ -550,7 +594,7 @@ def _precision_stage(sampler: Sampler, claim: Claim, level: float, share_seconds
                             precision=True)
     bound = confirm(event, c0, c1, claim, level)
     return Finding(f"{pair.describe()} [low bits]", precision_statistic_name(event.statistic, s0.shape[1]), bound,
-                   claim, level)
+                   claim, level, stage="low bits")
 
 
 def _short(pair) -> str:
@@ -611,7 +655,9 @@ def audit_sweep(name, budgets=None, *, seconds: float = 240.0, alpha: float = 0.
                 **kwargs) -> list[AuditReport]:
     """``audit`` at several claimed budgets (default ``SWEEP_BUDGETS`` of the mechanism's notion), the
     time split by ``SWEEP_SHARES`` and alpha by the number of budgets (Bonferroni), so that the
-    confidence 1 - alpha covers every budget together. Stops at the first budget whose claim is exceeded."""
+    confidence 1 - alpha covers every budget together. Stops at the first budget whose calibration (the
+    verdict on paper) exceeds its claim. Audited as executed, a leak of the low bits ends neither verdict: the
+    later budgets skip the precision stage (that verdict is known) and give its time to the calibration."""
     mechanism = get_mechanism(name)
     if not 0 < alpha < 1 or not seconds > 0:
         raise ValueError(f"alpha must be in (0, 1) and seconds > 0, got alpha={alpha!r}, seconds={seconds!r}")
@@ -621,14 +667,29 @@ def audit_sweep(name, budgets=None, *, seconds: float = 240.0, alpha: float = 0.
     for k, budget in enumerate(budgets):
         left = seconds - (time.perf_counter() - started)
         share = left * shares[k] / sum(shares[k:])
+        more = dict(kwargs)
+        if any(r.low_bits_exceeded for r in reports):
+            more["precision_pairs"] = []  # the low bits leaked at an earlier budget: the calibration only
         try:
-            report = audit(name, budget, seconds=max(share, 1.0), alpha=alpha / len(budgets), log=log, **kwargs)
+            report = audit(name, budget, seconds=max(share, 1.0), alpha=alpha / len(budgets), log=log, **more)
         except NoPairError as err:
             if k == 0:
                 raise
             (log or print)(f"skipped {budget}: {err}")  # e.g. a budget too small for the mechanism's n
             continue
         reports.append(report)
-        if report.exceeded:
+        if report.calibration_exceeded:
             break
     return reports
+
+
+def verdicts(reports: list[AuditReport]) -> dict:
+    """The two verdicts of one audit (several claims, e.g. ``audit_sweep``'s): "paper" (the calibration, low bits
+    rounded away) and, when audited as executed, "low bits"; each None (no evidence against the claim) or the
+    first report whose claim it exceeds. ``exit_status``: 1 the calibration exceeds its claim (whatever the low
+    bits say), 3 only the low bits leak, 0 both hold (the command line's, dpcov/commands/audit.py)."""
+    paper = next((r for r in reports if r.calibration_exceeded), None)
+    low = next((r for r in reports if r.low_bits_exceeded), None)
+    executed = any(r.numerics == "as executed" for r in reports)
+    return {"paper": paper, "low bits": low, "as executed": executed,
+            "exit_status": 1 if paper is not None else 3 if low is not None else 0}

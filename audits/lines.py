@@ -482,12 +482,14 @@ class _FixedPair:
 
 def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0, n_jobs: int = -1,
            alpha: float = ALPHA, confirmations: int = 3, runs: int | None = None, log=None,
-           budgets: list | None = None, privacy_unit: str | None = None) -> list[AuditReport]:
+           budgets: list | None = None, privacy_unit: str | None = None,
+           numerics: str | None = None) -> list[AuditReport]:
     """The black-box search audit (audits.blackbox) of the copy of ``line`` with noise x c, against the
     line's claim (``budgets``: several claims, e.g. SWEEP_BUDGETS, time and alpha split between them):
     pair search, learned attack, confirmation on fresh runs. One report per claim audited.
     ``privacy_unit``: the neighbours (audits.blackbox.audit; default: the mechanism's own, else replace-one).
-    Under "add_remove" a line whose search starts from its own replace-one pairs (data of a given size) gets
+    ``numerics``: "as executed" (two verdicts: the low bits and the calibration) or "idealized" (the calibration
+    only); default: as the mechanism declares (audits.blackbox.as_executed). Under "add_remove" a line whose search starts from its own replace-one pairs (data of a given size) gets
     add/remove pairs at that size first (``add_remove_pairs_at``)."""
     # where the search starts when the generic families do not fit: a line's own pairs (data they cannot
     # build), or PairSpecs of the families at other sizes (e.g. the estimators' private norm bound refuses
@@ -504,15 +506,16 @@ def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0
         pairs = (add_remove_pairs_at(size.n, size.d) if size is not None else default_add_remove_pairs()) + pairs
     lines = [line] if budgets is None else [replace(line, budget=b) for b in budgets]
     common = dict(options=options, pairs=pairs, gaussian=line.profile == "gaussian", n_jobs=n_jobs, seed=seed,
-                  confirmations=confirmations, runs=runs, log=log, privacy_unit=unit)
+                  confirmations=confirmations, runs=runs, log=log, privacy_unit=unit, numerics=numerics)
     if c == 1:
         return audit_sweep(line.mechanism, [x.budget for x in lines], seconds=seconds, alpha=alpha, **common)
     reports, started = [], time.perf_counter()
     for k, copy in enumerate(lines):  # each claim's copy runs at its own under-noised budget
         left = seconds - (time.perf_counter() - started)
+        skip = {"precision_pairs": []} if any(r.low_bits_exceeded for r in reports) else {}
         reports.append(audit(copy.mechanism, copy.budget, seconds=max(left / (len(lines) - k), 1.0),
-                             alpha=alpha / len(lines), run_at=run_budget(copy, c, probe), **common))
-        if reports[-1].exceeded:
+                             alpha=alpha / len(lines), run_at=run_budget(copy, c, probe), **common, **skip))
+        if reports[-1].calibration_exceeded:
             break
     return reports
 
