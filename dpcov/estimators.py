@@ -28,6 +28,7 @@ Privacy, said explicitly by the caller:
 """
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,8 @@ from .forecast import forecast
 from .defaults import AUTO_SHARE, TYPICAL_QUANTILE, advise, releases_typical, typical_of_release
 
 CENTERINGS = ("assume_centered", "private")
+RADIUS_RANGE = (2.0**-400, 2.0**400)  # r^2 and the noise's grid stay normal floats
+MIN_STEP_EPS = 1e-8  # the smallest eps (or sqrt(2 rho)) of a hardened step: noise of at most ~2^50 grid steps
 
 
 class UselessReleaseWarning(UserWarning):
@@ -203,6 +206,10 @@ class _PrivateFit:
                                          not isinstance(self.radius, (int, float, np.floating))
                                          or not np.isfinite(self.radius) or self.radius <= 0):
             raise ValueError(f"radius must be a finite number > 0 or 'private', got {self.radius!r}")
+        if self.radius != "private" and not RADIUS_RANGE[0] <= self.radius <= RADIUS_RANGE[1]:
+            raise ValueError(f"radius = {self.radius:g} is outside [2^-400, 2^400] = [{RADIUS_RANGE[0]:.3g}, "
+                             f"{RADIUS_RANGE[1]:.3g}], where its square and the noise on the grid are floats: rescale "
+                             f"the data (and the radius with it) by a public factor, e.g. into the unit ball")
         if self.radius == "private":
             _share("radius_share", self.radius_share)
         if self.centering not in CENTERINGS:
@@ -215,6 +222,8 @@ class _PrivateFit:
         typical = self.mechanism == "auto" and (n is None or releases_typical(
             TASKS[type(self).__name__], n, d, self.budget, components, self.auto_share))
         spent = self._spent_before_release(typical_released=typical)
+        if self.numerics == "hardened" and spent < 1:
+            self._check_representable(spent, d)
         if spent >= 1:
             raise ValueError(f"count_share (add_remove) + radius_share + mean_share (+ auto_share where "
                              f"mechanism='auto' releases the median norm) must leave the covariance a share of the "
@@ -225,6 +234,26 @@ class _PrivateFit:
                                  "the suite's, and so are its options")
         else:
             self._checked_mechanism(get_mechanism(self.mechanism), self.budget)
+
+    def _check_representable(self, spent: float, d: int | None) -> None:
+        """Hardened numerics draw exact integer noise of at most about 2^50 grid steps: a step whose share of the
+        budget is below ``MIN_STEP_EPS`` (as eps, or sqrt(2 rho)) -- more for many entries, d(d+1)/2 of them each
+        rounded on the grid -- cannot be drawn. Refused here, before any row is read, in the budget's terms."""
+        shares = [share for share, used in ((self.count_share, self.privacy_unit == "add_remove"),
+                                            (self.radius_share, self.radius == "private"),
+                                            (self.mean_share, self.centering == "private"),
+                                            (self.auto_share, self.mechanism == "auto" and self.auto_share),
+                                            (1 - spent, True)) if used]
+        budget = person_budget(self.budget, self.max_rows_per_person or 1)
+        smallest = budget.scaled(min(shares))
+        eps = math.sqrt(2 * smallest.rho) if isinstance(smallest, ZCDP) else smallest.eps
+        entries = 1 if d is None else d * (d + 1) // 2
+        floor = max(MIN_STEP_EPS, entries * 2.0**-44)
+        if eps < floor:
+            raise ValueError(f"budget {self.budget} is below what hardened noise can represent: its smallest step "
+                             f"(a share {min(shares):g} of it) would be eps = {eps:.3g}, and exact integer noise needs "
+                             f"eps >= {floor:.3g} per step here (noise at most ~2^50 grid steps). Such a release would "
+                             f"be noise ~1/eps times the data's scale: raise the budget (or the smallest share)")
 
     def _checked_mechanism(self, mechanism, budget):
         """A named or chosen mechanism that can run this fit, or a clear error."""

@@ -31,9 +31,16 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     n = 500000, d = 200 that would be 800 MB of fresh memory)."""
     norms = np.empty(len(X))
     step = max(1, NORM_BLOCK // max(X.shape[1], 1))
-    for start in range(0, len(X), step):
-        block = X[start:start + step]
-        np.sqrt(np.add.reduce(block * block, axis=1), out=norms[start:start + step])
+    with np.errstate(over="ignore"):
+        for start in range(0, len(X), step):
+            block = X[start:start + step]
+            np.sqrt(np.add.reduce(block * block, axis=1), out=norms[start:start + step])
+    overflowed = np.flatnonzero(np.isinf(norms))
+    if len(overflowed):  # squares beyond float64 (or an inf entry): a finite row's norm by scaling it first
+        overflowed = overflowed[np.all(np.isfinite(X[overflowed]), axis=1)]
+        rows = X[overflowed]
+        largest = np.abs(rows).max(axis=1)
+        norms[overflowed] = largest * np.sqrt(np.add.reduce((rows / largest[:, None]) ** 2, axis=1))
     return norms
 
 

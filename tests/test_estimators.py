@@ -379,3 +379,27 @@ def test_private_pca_names_its_outputs_and_sets_pandas_output_in_a_pipeline():
     assert list(model[0].get_feature_names_out()) == ["privatepca0", "privatepca1"]
     assert np.allclose(out.values, (X.values - model[0].mean_) @ model[0].components_.T)
     assert 0 <= model.score(X, y) <= 1
+
+
+def test_numeric_extremes_get_a_right_answer_or_a_clear_error():
+    """Issue 55: rows of any finite norm are clipped onto the sphere (their norm computed without overflow), and a
+    radius or budget the hardened noise cannot represent is refused before any row is read, in the user's terms."""
+    X = np.random.default_rng(3).normal(size=(1000, 4))
+    X /= np.linalg.norm(X, axis=1).max()
+    huge = X.copy()
+    huge[:10] *= 1e200
+    cov = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1e8), radius=1.0, centering="assume_centered",
+                                  clip=True, random_state=0, privacy_unit="replace_one").fit(huge)
+    on_sphere = X.copy()
+    on_sphere[:10] /= np.linalg.norm(on_sphere[:10], axis=1, keepdims=True)
+    assert np.allclose(cov.covariance_, on_sphere.T @ on_sphere / len(X), atol=1e-5)  # not the zero matrix
+    for params, message in ((dict(radius=1e300), r"outside \[2\^-400, 2\^400\].*rescale"),
+                            (dict(radius=1e-300), r"outside \[2\^-400, 2\^400\]"),
+                            (dict(budget=dpcov.ZCDP(1e-30)), "below what hardened noise can represent"),
+                            (dict(budget=dpcov.PureDP(1e-30)), "below what hardened noise can represent")):
+        with pytest.raises(ValueError, match=message):
+            dpcov.PrivateCovariance(**{**dict(budget=dpcov.ZCDP(0.5), radius=1.0, centering="private"), **params}
+                                    ).fit(X)
+    with pytest.raises(ValueError, match="below what hardened noise"):
+        dpcov.PrivateCovariance(budget=dpcov.PureDP(1e-30), radius=1.0, centering="private",
+                                privacy_unit="add_remove")._check_static(None, 4)
