@@ -298,6 +298,10 @@ class _PrivateFit:
             return mechanism
         self.advice_ = advise(TASKS[type(self).__name__], fit.n, fit.d, fit.budget, fit.components, typical=typical)
         qualifies = [name for name, _ in self.advice_.ranking if self._qualifies(get_mechanism(name))]
+        scores = dict(self.advice_.ranking)
+        if "zero" in qualifies and qualifies[0] != "zero" and scores["zero"] >= scores[qualifies[0]]:
+            qualifies.remove("zero")  # a tie with the zero matrix (e.g. a threshold that keeps nothing): the release
+            qualifies.insert(0, "zero")  # that spends nothing and says so, not one that draws noise to the same end
         if not qualifies:
             raise ValueError(f"no mechanism measured for this task can release under {fit.budget} with "
                              f"numerics={self.numerics!r} and privacy_unit={self.privacy_unit!r}: use "
@@ -305,6 +309,7 @@ class _PrivateFit:
         if qualifies[0] != self.advice_.mechanism:
             why = [] if hardenable(get_mechanism(self.advice_.mechanism)) or self.numerics != "hardened" \
                 else ["numerics='hardened'"]
+            why += ["tied with the zero matrix"] if qualifies[0] == "zero" else []
             why += [] if get_mechanism(self.advice_.mechanism).add_remove is None or \
                 self.privacy_unit != "add_remove" else ["privacy_unit='add_remove'"]
             self.advice_ = replace(self.advice_, mechanism=qualifies[0], reason=(

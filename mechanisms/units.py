@@ -59,8 +59,14 @@ def check_count_share(value) -> float:
 def count_noise(budget) -> tuple[str, int | float]:
     """The count's noise for ``budget`` (public): ("discrete Laplace", t) with P(z) ~ exp(-|z|/t), t = ceil(1/eps),
     which is 1/t <= eps-DP for a sensitivity-1 integer (Canonne, Kamath & Steinke 2020, Alg. 2); or
-    ("discrete Gaussian", sigma) with sigma = 1/sqrt(2 rho), rho-zCDP (their Thm 14; (eps, delta) through the
-    largest rho implying it, Bun & Steinke Prop. 1.3). Refuses a scale exact sampling cannot reach."""
+    ("discrete Gaussian", sigma) with sigma = 1/sqrt(2 rho), rho-zCDP (their Thm 14). Under (eps, delta) the narrower
+    of the two: the discrete Laplace at eps (eps-DP meets (eps, delta)), or the discrete Gaussian at the largest rho
+    implying (eps, delta) (Bun & Steinke Prop. 1.3) -- at a count's small share of eps the Laplace's sqrt(2) t is
+    usually far narrower (eps = 0.02, delta = 2e-8: 71 rows against 298). Refuses a scale exact sampling cannot
+    reach."""
+    if isinstance(budget, ApproxDP):
+        laplace, gaussian = count_noise(PureDP(budget.eps)), count_noise(budget.to_zcdp())
+        return laplace if math.sqrt(2) * laplace[1] <= gaussian[1] else gaussian
     if isinstance(budget, PureDP):
         scale = 1 / budget.eps
         if not scale < MAX_COUNT_SIGMA:

@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 import dpcov  # noqa: E402
 from dpcov.commands.head_to_head import pca_data, regression_data  # noqa: E402
+from dpcov.mechanisms.privacy import zcdp_eps  # noqa: E402
 
 OUT = ROOT / "results" / "measurements" / "session.txt"
 DELTAS = (1e-5, 1e-6, 1e-9)
@@ -57,15 +58,10 @@ def main() -> None:
                          f"{basic.eps / once.eps:.2f} |")
         lines += ["", "The whole total (1-zCDP) as the filter guarantees it, whatever budgets are chosen: "
                   + ", ".join(f"eps = {dpcov.Session(dpcov.ZCDP(1.0)).total.to_approx_dp(d).eps:.4f} (Bun-Steinke) / "
-                              f"{_cks(1.0, d):.4f} (CKS) at delta = {d:g}" for d in DELTAS), "",
+                              f"{zcdp_eps(1.0, d):.4f} (CKS) at delta = {d:g}" for d in DELTAS), "",
                   "The session's report (dpcov session PATH):", "", session.report(1e-6)]
     OUT.write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:16]))
-
-
-def _cks(rho: float, delta: float) -> float:
-    from dpcov.mechanisms.privacy import zcdp_eps
-    return zcdp_eps(rho, delta)
 
 
 if __name__ == "__main__":
