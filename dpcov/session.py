@@ -38,17 +38,10 @@ from pathlib import Path
 from .mechanisms.privacy import (_TOLERANCE, NOTIONS, ApproxDP, Budget, BudgetExceeded, PureDP, ZCDP, _cost,
                                  zcdp_eps)
 
+
 FORMAT = "dpcov-session"
 VERSION = 1
-PRIVACY_UNITS = ("add_remove", "replace_one")
 _NOTION_NAMES = {cls: name for name, cls in NOTIONS.items()}  # ZCDP -> "zcdp", PureDP -> "pure", ...
-
-
-def check_privacy_unit(unit) -> str:
-    if unit not in PRIVACY_UNITS:
-        raise ValueError(f"privacy_unit must be 'add_remove' (a row's presence is protected) or 'replace_one' "
-                         f"(n public, a row's content protected), got {unit!r}")
-    return unit
 
 
 def budget_to_dict(budget: Budget) -> dict:
