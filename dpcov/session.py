@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .mechanisms.privacy import (_TOLERANCE, NOTIONS, ApproxDP, Budget, BudgetExceeded, PureDP, ZCDP, _cost,
                                  zcdp_eps)
+from .mechanisms.units import check_privacy_unit
 
 
 FORMAT = "dpcov-session"
