@@ -165,7 +165,7 @@ def test_a_restarted_process_resumes_what_was_spent(tmp_path):
 
 
 RACE = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from pathlib import Path
     from dpcov import BudgetExceeded, Session, ZCDP
     session = Session.open(sys.argv[1])
@@ -178,6 +178,9 @@ RACE = textwrap.dedent("""
             granted += 1
         except BudgetExceeded:
             pass
+    Path(sys.argv[2] + f".done-{os.getpid()}").touch()  # then read the total once both have charged
+    while len(list(Path(sys.argv[2]).parent.glob(Path(sys.argv[2]).name + ".done-*"))) < 2:
+        time.sleep(0.001)
     print(granted, session.spent.rho if session.spent else 0.0)
 """)
 
@@ -193,6 +196,8 @@ def race(path: Path, tmp_path: Path, tries: int, rho: float) -> list[tuple[int, 
         assert process.returncode == 0, err
         granted, spent = out.split()
         results.append((int(granted), float(spent)))
+    for done in tmp_path.glob("go.done-*"):
+        done.unlink()
     return results
 
 
