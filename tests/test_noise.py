@@ -198,6 +198,7 @@ def attack_events(rows, numerics, fits):
     return hits
 
 
+@pytest.mark.filterwarnings("ignore::dpcov.estimators.UselessReleaseWarning")  # the zero mechanism, on purpose
 def test_the_precision_attack_separates_idealized_neighbours_and_not_hardened_ones():
     D = np.zeros((3, 2))
     D2 = D.copy()
