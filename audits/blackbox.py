@@ -455,6 +455,11 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
     if release_unit == "add_remove" and mechanism.add_remove is not None:
         raise ValueError(f"mechanism {mechanism.name!r} cannot protect a row's presence (privacy_unit='add_remove'): "
                          f"{mechanism.add_remove}")
+    if release_unit == "add_remove" and claim.kind == "gaussian":
+        # the count's exact integer noise is not exactly a Gaussian mechanism (the discrete Gaussian's curve is the
+        # continuous one's plus a small term; the discrete Laplace's is not Gaussian at all): the composition is
+        # claimed in its notion's region (zCDP / (eps, delta)), not as mu-GDP
+        claim = Claim.of(run_budget, False)
     run_as = "" if unit == "replace_one" and declared is None else (
         "run through release(privacy_unit='add_remove'): the released count, the rows resized to it"
         if release_unit == "add_remove" else f"run as it is (it protects {declared} neighbours itself)")
