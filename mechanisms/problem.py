@@ -211,6 +211,40 @@ class CovProblem:
                           with_clipped(self.band_sums[kept], tau * top_units),
                           with_clipped(self.band_unit_sums[kept], top_units))
 
+    def resized(self, n_public: int, dropped: np.ndarray, rows: np.ndarray | None = None) -> "CovProblem":
+        """This problem without the rows ``dropped`` and padded with zero rows to ``n_public`` (mechanisms/units.py),
+        from its own sums: the dropped rows' band sums subtracted, every sum divided by n_public -- O(dropped d^2)
+        instead of a rebuild's O(n d^2). For idealized numerics: a subtraction and a rescaling round once more than
+        ``BandSums.problem(n_public=...)``, outside the hardened releases' float-error bounds (they rebuild).
+        ``rows``: the kept rows, padded with zero rows here (None: none kept)."""
+        self.require_bands("resizing")
+        if self.band_sums is None:
+            raise ValueError("this problem has no band sums of the rows (built before they existed, or from Sigma)")
+        n_kept = self.n - len(dropped)
+        if not 1 <= n_kept <= int(n_public):
+            raise ValueError(f"{n_kept} rows left for a public count of {n_public}")
+        n_public = int(n_public)
+        stats = [dict(zip(self.band_exponents.tolist(), values * self.n)) for values in
+                 (self.band_moments, self.band_directions, self.band_sums, self.band_unit_sums)]
+        counts = dict(zip(self.band_exponents.tolist(), self.band_counts.tolist()))
+        if len(dropped):
+            gone = BandSums(self.radius).add(dropped)
+            for j, count in gone.counts.items():
+                counts[j] -= count
+                for stat, values in zip(stats, (gone.moments, gone.directions, gone.totals, gone.unit_totals)):
+                    stat[j] = stat[j] - values[j]
+        exponents = np.array(sorted(j for j, c in counts.items() if c > 0), dtype=np.int64)
+        moments, directions, sums, unit_sums = (
+            np.array([stat[j] / n_public for j in exponents]).reshape((len(exponents),) + shape)
+            for stat, shape in zip(stats, ((self.d, self.d), (self.d, self.d), (self.d,), (self.d,))))
+        sigma = moments.sum(axis=0) if len(exponents) else np.zeros((self.d, self.d))
+        sigma = (sigma + sigma.T) / 2
+        if rows is not None:
+            rows = np.vstack([rows, np.zeros((n_public - len(rows), self.d))])
+        return CovProblem(n_public, self.d, self.radius, sigma, np.linalg.eigvalsh(sigma)[::-1].copy(), exponents,
+                          np.array([counts[j] for j in exponents], dtype=np.int64), moments, directions, self.ridge,
+                          rows, sums, unit_sums)
+
     def clipped_counts(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """Band exponents and counts of Clip(X, r 2^-m): bands above m merge into band m."""
         self.require_bands("clipping")

@@ -480,8 +480,14 @@ def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budge
     check_count_share(count_share)
     accountant = Accountant(budget)
     n_public = private_count(problem.n, budget.scaled(count_share), accountant, rng)
-    kept = np.delete(problem.rows, resized_drop(np.arange(problem.n), n_public, rng), axis=0)
-    resized = BandSums(problem.radius).add(kept).problem(ridge=problem.ridge, rows=kept, n_public=n_public)
+    drop = resized_drop(np.arange(problem.n), n_public, rng)
+    if options.get("numerics") == "hardened" or problem.band_sums is None:  # every sum rebuilt: within its bounds
+        kept = np.delete(problem.rows, drop, axis=0)
+        resized = BandSums(problem.radius).add(kept).problem(ridge=problem.ridge, rows=kept, n_public=n_public)
+    else:  # idealized: from the problem's own sums, the dropped rows' subtracted (O(dropped d^2), not O(n d^2)); the
+        # rows themselves only for a mechanism that may read them (a plug-in; the built-ins read them hardened only)
+        kept = np.delete(problem.rows, drop, axis=0) if mechanism.plugin or mechanism.needs else None
+        resized = problem.resized(n_public, problem.rows[drop], rows=kept)
     rest = budget.scaled(1 - count_share)
     estimate, inner = release(mechanism, resized, rest, rng, options=options, clamp=clamp, spectral=spectral)
     accountant.spend(rest, f"{mechanism.label} (spent nothing)")

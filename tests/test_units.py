@@ -261,3 +261,19 @@ def test_release_add_remove_needs_rows_and_matches_the_estimator_route():
     with pytest.raises(ValueError, match="privacy_unit must be"):
         release("gauss", CovProblem.from_rows(X, 1.0, rows=X), ZCDP(0.5), np.random.default_rng(0),
                 privacy_unit="person")
+
+
+def test_resizing_from_the_sums_equals_the_rebuild():
+    """release(add_remove) with idealized numerics resizes from the problem's own sums (the dropped rows' subtracted):
+    the same problem as the rebuild from the kept rows, to rounding, both when rows are dropped and when padded."""
+    X = _ball_rows(3000, 5, seed=14) * np.exp2(-np.random.default_rng(15).integers(0, 6, size=(3000, 1)))
+    problem = CovProblem.from_rows(X, 1.0, rows=X)
+    for n_public, drop in ((2950, np.sort(np.random.default_rng(16).choice(3000, 50, replace=False))),
+                           (3100, np.empty(0, dtype=np.int64))):
+        kept = np.delete(X, drop, axis=0)
+        rebuilt = BandSums(1.0).add(kept).problem(rows=kept, n_public=n_public)
+        resized = problem.resized(n_public, X[drop], rows=kept)
+        assert resized.n == rebuilt.n == n_public and np.array_equal(resized.band_counts, rebuilt.band_counts)
+        for a, b in ((resized.sigma, rebuilt.sigma), (resized.band_sums, rebuilt.band_sums),
+                     (resized.band_directions, rebuilt.band_directions), (resized.rows, rebuilt.rows)):
+            assert np.allclose(a, b, rtol=0, atol=1e-15)
