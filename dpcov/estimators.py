@@ -144,20 +144,18 @@ class _Fit:
     rng: np.random.Generator
     components: int | None = None
     mechanism: object = None  # chosen after the count (auto reads n), again after the median norm
-    radius: float | None = None
-    clipped: bool = False
+    radius: float | None = None  # the released rows' ball (grows by the mean's norm where rows are centred)
     clip: float | None = None  # the radius rows are clipped to (None: none lies outside)
     histogram: np.ndarray | None = None  # the padded rows' norm histogram: the bound's and the median's query
-    typical: bool = False
-    typical_value: float | None = None  # the released median norm over the radius (auto)
+    typical: float | None = None  # the released median norm over the radius (auto; None: not released)
     centre: np.ndarray | None = None
     shift: np.ndarray | None = None
     notes: list = field(default_factory=list)  # ledger lines that spend nothing (group privacy)
 
 
 class _PrivateFit:
-    """The shared steps of every estimator's fit, in order (``_STEPS``); each says what it reads, what it
-    releases and what it is charged:
+    """The shared steps of every estimator's fit, in the order ``_private_covariance`` runs them; each says what it
+    reads, what it releases and what it is charged:
 
     ========== =================================== ================================ ==========================
     step       reads                               releases                         charged
@@ -374,7 +372,7 @@ class _PrivateFit:
         candidates = np.setdiff1d(np.arange(fit.rows.n + len(fit.rows.drop)), fit.rows.drop, assume_unique=True)
         extra = resized_drop(candidates, n, fit.rng)
         if len(extra):
-            fit.rows = fit.rows.dropping(np.union1d(fit.rows.drop, extra))
+            fit.rows = fit.rows.dropping(extra)
         fit.n = n
 
     def _padded_histogram(self, fit: _Fit) -> np.ndarray:
@@ -395,41 +393,39 @@ class _PrivateFit:
         if outside and not self.clip:
             raise ValueError(f"{outside} rows have norm > radius = {radius:g} (largest {largest:.6g}): pass a radius "
                              f"that bounds every row, clip=True to project them onto the ball, or radius='private'")
-        fit.radius, fit.clipped = radius, bool(outside)
+        fit.radius, fit.clip = radius, (radius if outside else None)
 
     def _step_bound(self, fit: _Fit) -> None:
         """radius='private': reads the norms' histogram (rows padded to the public count); releases a bound
         (radius_share); rows are clipped to it. A mechanism that would release its own bound takes this one
         (``Mechanism.own_radius``): one release per quantity."""
         if self.radius == "private":
-            fit.radius = private_norm_bound_of(self._padded_histogram(fit), fit.budget.scaled(self.radius_share),
-                                               fit.accountant, fit.rng, numerics=self.numerics)
-            fit.clipped = True
+            fit.radius = fit.clip = private_norm_bound_of(self._padded_histogram(fit),
+                                                          fit.budget.scaled(self.radius_share), fit.accountant,
+                                                          fit.rng, numerics=self.numerics)
 
     def _step_typical(self, fit: _Fit) -> None:
         """auto, where the measured choice depends on it: reads the norms' histogram; releases the median norm
         (auto_share); chooses again with it."""
-        fit.typical = self.mechanism == "auto" and releases_typical(TASKS[type(self).__name__], fit.n, fit.d,
-                                                                    fit.budget, fit.components, self.auto_share)
-        if fit.typical:
+        if self.mechanism == "auto" and releases_typical(TASKS[type(self).__name__], fit.n, fit.d, fit.budget,
+                                                         fit.components, self.auto_share):
             median = private_norm_quantile_of(self._padded_histogram(fit), TYPICAL_QUANTILE,
                                               fit.budget.scaled(self.auto_share), fit.accountant, fit.rng,
                                               numerics=self.numerics)
-            fit.typical_value = typical_of_release(median, fit.radius)
-            fit.mechanism = self._choose(fit, typical=fit.typical_value)
+            fit.typical = typical_of_release(median, fit.radius)
+            fit.mechanism = self._choose(fit, typical=fit.typical)
 
     def _warn_if_useless(self, fit: _Fit) -> None:
         """Before the covariance's budget is spent: the forecast from public facts (dpcov/forecast.py) -- the public
         count, d, the covariance's share, the radius, the released median norm -- and a warning where it says the
         release will be no better than the trivial one, or is the trivial one (the zero matrix)."""
         task = TASKS[type(self).__name__]
-        budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical))
-        self.forecast_ = forecast(task, fit.mechanism.name, fit.n, fit.d, fit.radius, budget, fit.typical_value)
+        budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical is not None))
+        self.forecast_ = forecast(task, fit.mechanism.name, fit.n, fit.d, fit.radius, budget, fit.typical)
         if fit.mechanism.name == "zero":
             better = next((name for name, _ in (self.advice_.ranking if self.advice_ else ()) if name != "zero"
                            and self._qualifies(get_mechanism(name))), None)
-            other = None if better is None else forecast(task, better, fit.n, fit.d, fit.radius, budget,
-                                                         fit.typical_value)
+            other = None if better is None else forecast(task, better, fit.n, fit.d, fit.radius, budget, fit.typical)
             why = "auto chose it: no mechanism is measured to beat it" if self.advice_ else "named"
             needs = "" if other is None or not other.useless else \
                 f" {better}, the next ranked, would beat it with {other.needs(fit.n, budget)}."
@@ -443,10 +439,8 @@ class _PrivateFit:
         """centering='private': reads the rows' sum; releases their mean (mean_share, divided by the public count);
         rows then centred by it (a top-k draw, a mechanism that adapts to the norms) or the second moment later."""
         fit.centre = np.zeros(fit.d)
-        fit.clip = fit.radius if fit.clipped else None  # the rows' ball, before any shift
         if self.centering != "private":
             return
-        fit.clip = fit.radius if fit.clipped else None  # the rows' ball, before any shift
         total = fit.rows.reduce(_clipped_sum, np.add, fit.clip)
         fit.centre = private_mean_of(total, fit.n, fit.radius, fit.budget.scaled(self.mean_share), fit.accountant,
                                      fit.rng, self.numerics)
@@ -502,7 +496,7 @@ class _PrivateFit:
         mechanism, accountant, rng, components = fit.mechanism, fit.accountant, fit.rng, fit.components
         top_k = _draws_top_k(mechanism, components)
         clip = fit.clip
-        cov_budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical))
+        cov_budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical is not None))
         # an array: add's sums, the release fit(array) always gave; streamed blocks: the faster pass, equal to rounding
         band_sums = _band_sums if fit.rows.kind == "array" and not len(fit.rows.drop) else _block_band_sums
         problem = fit.rows.reduce(band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
