@@ -36,6 +36,8 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
+from .privacy import ApproxDP
+
 GRID_BITS = 40  # the grid step is the power of two at about 2^-40 of the noise scale
 MANTISSA_BITS = 52  # |N| < 2^52: g * N is exact in float64, with room for the noise
 UNIT_ROUNDOFF = 2.0**-53
@@ -402,20 +404,13 @@ def discrete_gaussian_sigma_approx(sensitivity: float, eps: float, delta: float)
     return high
 
 
-def zcdp_rho_for(eps: float, delta: float) -> float:
-    """The largest rho whose zCDP implies (eps, delta) by rho + 2 sqrt(rho ln(1/delta)) <= eps (Bun & Steinke 2016,
-    Prop. 1.3): privacy.ApproxDP.to_zcdp, the route mean.py takes under (eps, delta)."""
-    log_term = math.log(1 / delta)
-    return (eps / (math.sqrt(log_term + eps) + math.sqrt(log_term))) ** 2
-
-
 def approx_gaussian_plan(*, l2_sensitivity: float, eps: float, delta: float, bound: float, float_error: float,
                          m: int) -> tuple[float, float, Hardening]:
     """The grid g and sigma (grid steps) of an (eps, delta)-DP discrete Gaussian release of m entries (as
     ``gaussian_release``): sigma the smaller of ``discrete_gaussian_sigma_approx`` at the inflated sensitivity
     (Delta/g + 2 e sqrt(m)/g + sqrt(m) steps: the discrete Gaussian's curve, proven in
-    ``discrete_gaussian_delta_bound``) and the zCDP route's (steps / sqrt(2 rho), rho = ``zcdp_rho_for``: Canonne et
-    al. 2020 Thm 14 and Bun & Steinke Prop. 1.3) -- each proven on its own, so the smaller is too, and never wider
+    ``discrete_gaussian_delta_bound``) and the zCDP route's (steps / sqrt(2 rho), rho = ``ApproxDP.to_zcdp``:
+    Canonne et al. 2020 Thm 14 and Bun & Steinke Prop. 1.3) -- each proven on its own, so the smaller is too, and never wider
     than the zCDP route. The grid comes from the continuous analytic Gaussian's scale (public: the budget, Delta)."""
     _check_eps_delta(eps, delta)
     ideal = analytic_gaussian_ratio(eps, delta) * l2_sensitivity
@@ -424,7 +419,7 @@ def approx_gaussian_plan(*, l2_sensitivity: float, eps: float, delta: float, bou
     float_part = 2 * float_error * math.sqrt(m)
     steps = (l2_sensitivity + float_part) / grid + math.sqrt(m)
     exact = discrete_gaussian_sigma_approx(steps, eps, delta)
-    via_zcdp = steps / math.sqrt(2 * zcdp_rho_for(eps, delta)) * (1 + 1e-12)
+    via_zcdp = steps / math.sqrt(2 * ApproxDP(eps, delta).to_zcdp().rho) * (1 + 1e-12)
     sigma = min(exact, via_zcdp)
     how = "the (eps, delta) curve" if exact <= via_zcdp else "zCDP"
     return grid, sigma, Hardening(f"discrete Gaussian (calibrated by {how})", grid, l2_sensitivity, rounding,

@@ -26,6 +26,9 @@ X = np.random.default_rng(0).normal(size=(5000, 6)) * [3, 2, 1, 0.5, 0.5, 0.5] /
 pca = PrivatePCA(2, budget=ZCDP(0.5), radius=1.0, centering="private", random_state=0).fit(X)
 print(f"PrivatePCA: mechanism_={pca.mechanism_}, spent {pca.ledger_}")
 print("components_:", np.round(pca.components_, 2).tolist())
+from dpcov import ApproxDP, PrivateCovariance  # (eps, delta): the hardened mean's discrete Gaussian curve (mpmath)
+cov = PrivateCovariance(budget=ApproxDP(1.0, 1e-6), radius=1.0, centering="private", random_state=0).fit(X)
+print(f"PrivateCovariance (eps, delta): mechanism_={cov.mechanism_}, count_={cov.count_}")
 """
 USER_FILES = {name: f"raise ImportError('the user\\'s own {name} was imported')\n"
               for name in ("data.py", "experiments.py", "figures.py", "mechanisms.py", "audits.py", "conf/__init__.py")}
