@@ -122,6 +122,12 @@ class Experiment:
             label += ADD_REMOVE_LABEL
         return Line(name, label, self.mechanism_options.get(name, {}), {}, self.privacy_unit)
 
+    def release_unit(self, name: str) -> dict:
+        """release's keyword arguments for line ``name``'s unit: none for the papers' replace_one (so its spec and
+        records are those of every line committed before units existed), else privacy_unit and count_share."""
+        unit = self.line(name).privacy_unit
+        return {} if unit == "replace_one" else {"privacy_unit": unit, "count_share": self.count_share}
+
     def add_remove(self) -> bool:
         """Whether any line runs under add/remove neighbours (its problems must then hold their rows)."""
         return any(self.line(m).privacy_unit == "add_remove" for m in self.mechanisms)

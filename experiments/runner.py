@@ -55,9 +55,8 @@ def line_spec(experiment: Experiment, name: str) -> str:
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else canonical(value)
 
     line = experiment.line(name)
-    spec = {"mechanism": line.mechanism, "options": line.options, "budget": line.budget}
-    if line.privacy_unit != "replace_one":  # absent: the papers' unit (every line committed before it)
-        spec.update(privacy_unit=line.privacy_unit, count_share=experiment.count_share)
+    spec = {"mechanism": line.mechanism, "options": line.options, "budget": line.budget,
+            **experiment.release_unit(name)}
     return json.dumps(plain(spec), sort_keys=True, separators=(",", ":"))
 
 
@@ -136,10 +135,9 @@ def run_trials(experiment: Experiment, instance: Instance | None, points: list[d
                     rng = generator(experiment.seed, "trial", experiment.dataset, *params_key(point),
                                     trial, name)
                     start = time.perf_counter()
-                    unit = {} if line.privacy_unit == "replace_one" else \
-                        {"privacy_unit": line.privacy_unit, "count_share": experiment.count_share}
                     estimate, accountant = release(line.mechanism, problem, budget, rng, options=line.options,
-                                                   clamp=experiment.clamp_eigenvalues, **unit)
+                                                   clamp=experiment.clamp_eigenvalues,
+                                                   **experiment.release_unit(name))
                     seconds = time.perf_counter() - start
                     row = {"experiment": experiment.name, **run_identity(experiment, point, name, trial),
                            "budget": str(budget), "spent": str(accountant.spent),
