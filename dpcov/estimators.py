@@ -47,7 +47,7 @@ from dpcov.mechanisms.registry import MECHANISMS, check_options, get_mechanism, 
 from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 from dpcov.mechanisms.units import (COUNT_SHARE, check_count_share, check_privacy_unit, check_rows_per_person,
                                     group_cost, group_privacy_note, person_budget, person_drop, private_count,
-                                    resized_drop)
+                                    resized_drop, selection_generators)
 from dpcov.session import Session
 
 from .forecast import forecast
@@ -131,6 +131,13 @@ def _block_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None
     return sums
 
 
+def _sums_path(rows: Rows):
+    """The band sums' routine for these rows, chosen by the input's kind (the caller's, public) and never by a
+    private fact such as whether a row was dropped: add's BLAS products for an array, the one-call streamed pass
+    for blocks that arrive one by one."""
+    return _band_sums if rows.kind == "array" else _block_band_sums
+
+
 @dataclass
 class _Fit:
     """What a fit's steps share: the public facts so far and the rows the next step reads. Only a privatised
@@ -151,6 +158,7 @@ class _Fit:
     centre: np.ndarray | None = None
     shift: np.ndarray | None = None
     notes: list = field(default_factory=list)  # ledger lines that spend nothing (group privacy)
+    selection: tuple = ()  # generators of the persons' and the count's row selections (units.selection_generators)
 
 
 class _PrivateFit:
@@ -358,7 +366,7 @@ class _PrivateFit:
         (the fit's generator). The fit then runs at the row budget that group privacy turns into the person's."""
         if persons is None:
             return
-        fit.rows = fit.rows.dropping(person_drop(persons, self.max_rows_per_person, fit.rng))
+        fit.rows = fit.rows.dropping(person_drop(persons, self.max_rows_per_person, fit.selection[0]))
         fit.notes.append((group_privacy_note(self.budget, self.max_rows_per_person), None))
 
     def _step_count(self, fit: _Fit) -> None:
@@ -370,7 +378,7 @@ class _PrivateFit:
             return
         n = private_count(fit.rows.n, fit.budget.scaled(self.count_share), fit.accountant, fit.rng)
         candidates = np.setdiff1d(np.arange(fit.rows.n + len(fit.rows.drop)), fit.rows.drop, assume_unique=True)
-        extra = resized_drop(candidates, n, fit.rng)
+        extra = resized_drop(candidates, n, fit.selection[1], total=fit.rows.n + len(fit.rows.drop))
         if len(extra):
             fit.rows = fit.rows.dropping(extra)
         fit.n = n
@@ -477,6 +485,8 @@ class _PrivateFit:
                                                       f"{who})")
         rng = _generator(self.random_state, self.numerics)
         fit = _Fit(rows, 0, rows.d, budget, Accountant(budget), rng, components)
+        if self.privacy_unit == "add_remove":  # split off before any row is read (a public fact decides)
+            fit.selection = tuple(selection_generators(rng, 2))
         self._step_persons(fit, persons)
         self._step_radius(fit)
         self._step_count(fit)
@@ -497,9 +507,8 @@ class _PrivateFit:
         top_k = _draws_top_k(mechanism, components)
         clip = fit.clip
         cov_budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical is not None))
-        # an array: add's sums, the release fit(array) always gave; streamed blocks: the faster pass, equal to rounding
-        band_sums = _band_sums if fit.rows.kind == "array" and not len(fit.rows.drop) else _block_band_sums
-        problem = fit.rows.reduce(band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
+        # both paths put every row in the same band (one norm routine: banded.squares_by_row), sums equal to rounding
+        problem = fit.rows.reduce(_sums_path(fit.rows), BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
                    **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {}),
                    **(dict([mechanism.own_radius]) if self.radius == "private" and mechanism.own_radius else {})}

@@ -12,6 +12,7 @@ from .predictions import Bound, Facts
 from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
 from .spectral import Spectral
+from .transcript import released as _step
 
 # Float64 cannot tell 2^-1000 from 0 in a squared norm, so the paper's 2^-dn and 2^-2dn floors are
 # capped here; below this every clipped covariance and bias term is 0 to machine precision anyway.
@@ -75,7 +76,19 @@ def above_threshold(queries: Callable[[np.ndarray], np.ndarray], count: int, thr
     if numerics == "hardened":
         if bound is None:
             raise ValueError("a hardened SVT needs the queries' public bound")
-        return hardened_above_threshold(queries, count, threshold, eps, accountant, rng, what, bound, float_error)
+        k = hardened_above_threshold(queries, count, threshold, eps, accountant, rng, what, bound, float_error)
+    else:
+        k = _float_above_threshold(queries, count, threshold, eps, accountant, rng, what)
+    # the transcript (mechanisms/transcript.py): the answers up to the index released, each of sensitivity 1 (plus
+    # twice the float error); the threshold, eps, count and bound are public
+    return _step("svt", what, lambda k: np.asarray(queries(np.arange(min(k, count))), dtype=float), k, sensitivity=1.0,
+                 norm="linf", slack=2 * float_error, threshold=threshold, eps=eps, count=count, numerics=numerics,
+                 bound=bound)
+
+
+def _float_above_threshold(queries, count: int, threshold: float, eps: float, accountant: Accountant,
+                           rng: np.random.Generator, what: str) -> int:
+    """Algorithm 3 with float Laplace noise (idealized numerics)."""
     accountant.spend(PureDP(eps), what)
     noisy_threshold = threshold + rng.laplace(scale=2 / eps)  # step 1
     start, chunk = 0, 64
@@ -204,11 +217,13 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     elif pure:  # Laplace mechanism and its one-sided tail: P(Lap(b) > b log(4/beta)) = beta/8
         trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         b = r_tilde**2 / (n * trace_budget.eps)
-        noisy_trace = clipped_trace + rng.laplace(scale=b) + b * math.log(4 / beta)
+        noisy_trace = _step("laplace", "AdaptiveCov: trace", clipped_trace, clipped_trace + rng.laplace(scale=b),
+                            sensitivity=r_tilde**2 / n, norm="l1", scale=b) + b * math.log(4 / beta)
     else:  # Gaussian mechanism and its tail: P(N(0, sd^2) > sd sqrt(2 log(8/beta))) <= beta/8
         trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         sd = gaussian_sigma(r_tilde**2 / n, trace_budget)
-        noisy_trace = clipped_trace + sd * rng.standard_normal() + sd * math.sqrt(2 * math.log(8 / beta))
+        noisy_trace = _step("gaussian", "AdaptiveCov: trace", clipped_trace, clipped_trace + sd * rng.standard_normal(),
+                            sensitivity=r_tilde**2 / n, norm="l2", scale=sd) + sd * math.sqrt(2 * math.log(8 / beta))
     trace_hat = min(noisy_trace, r_tilde**2)
     # Step 5: SVT over Diff(X~, tr^, tau, rho_cov, beta/2), tau = r~, r~/2, ..., threshold 0.
     cov_budget = total.scaled(cov_fraction)
@@ -230,7 +245,9 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     if numerics == "hardened":
         bound = n * (1 + _largest_noise(predict_gauss, predict_separate, separate_noise_factor, trace_hat, r_tilde, n,
                                         d, cov_budget, beta) / r_tilde**2)
-        hardening = {"bound": bound, "float_error": diff_float_error(len(counts), n, bound)}
+        # the bias sums at most `halvings` non-zero terms (bands r~ 2^-j, j < m0 + halvings): a public count, never
+        # the number of non-empty bands (a fact of the data: issue 58)
+        hardening = {"bound": bound, "float_error": diff_float_error(halvings, n, bound)}
     k = above_threshold(diff, halvings, 0.0, svt_eps(total.scaled(split["svt"])),
                         accountant, rng, "AdaptiveCov: SVT", numerics=numerics, **hardening)
     # Step 6: tau~ = min(2^(t~+1), r~) = r~ 2^-max(k-2, 0), the last tau before the crossing.
@@ -255,8 +272,8 @@ def _largest_noise(predict_gauss, predict_separate, factor: float, trace_hat: fl
 
 
 def diff_float_error(bands: int, n: int, bound: float) -> float:
-    """A bound on |computed Diff - exact Diff| (Step 5's query, in units of r~^2 / n): the bias is a sum over
-    ``bands`` bands of count_j (u_j^2 - tau^2) (each within [0, n r~^2] with a few roundings), then divided by n,
+    """A bound on |computed Diff - exact Diff| (Step 5's query, in units of r~^2 / n): the bias is a sum of at most
+    ``bands`` non-zero terms count_j (u_j^2 - tau^2) (``bands``: a public bound, the SVT's number of queries) (each within [0, n r~^2] with a few roundings), then divided by n,
     less the public noise term, times n / r~^2 (sum_error_bound; every magnitude is within the SVT's clip bound
     ``bound`` = n (1 + noise / r~^2), whose roundings add a few units of it)."""
     return noise.sum_error_bound(bands, float(n), ops_per_term=6) + 8 * noise.UNIT_ROUNDOFF * bound

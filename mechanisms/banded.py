@@ -63,6 +63,28 @@ def _settled(guess: int, norm: float, edges: np.ndarray) -> int:
     return j
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def squares_by_row(X: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = sum_k X[i, k]^2, added in column order k = 0, 1, ... with one rounding per product and per sum:
+    pass 1's order (_norm_and_band). Every path that norms a row (arrays, blocks, streamed tables, Dask
+    partitions, with or without dropped rows) takes its norm from these sums, so a row on a band edge lands in the
+    same band whichever path sums it (issue 58: two orders disagreed there by an ulp)."""
+    for i in range(X.shape[0]):
+        total = 0.0
+        for k in range(X.shape[1]):
+            total += X[i, k] * X[i, k]
+        out[i] = total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def bands_of(norms: np.ndarray, radius: float, edges: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = the band j of norms[i] > 0 (edges[j + 1] < norm <= edges[j]; 0 above the radius): the one band
+    routine of every path (pass 1 decides a row's band with the same ``_settled``)."""
+    top = math.frexp(radius)[1] - 1
+    for i in range(len(norms)):
+        out[i] = _settled(top - (math.frexp(norms[i])[1] - 1), norms[i], edges)
+
+
 @intrinsic
 def _doubles_at(typingctx, address):
     """The float64 pointer at an integer address (a column's buffer: ``column_addresses``)."""

@@ -57,10 +57,11 @@ from typing import Sequence
 import numpy as np
 
 from . import noise
-from .gaussian import covariance_float_error, gaussian_sigma, symmetric_gaussian, upper_indices
+from .gaussian import covariance_float_error, gaussian_sigma, symmetric_gaussian, upper_indices, upper_of
 from .privacy import ZCDP, Accountant
 from .problem import CovProblem, validate_rows
 from .spectral import Spectral
+from .transcript import released as _step
 
 CALIBRATIONS = ("domain", "paper")
 DEFAULT_BETA = 0.1  # failure probability of the whole run (the authors' experiments use 0.1)
@@ -191,7 +192,8 @@ def _noisy_step(X, A, bound, budget, accountant, rng, what, numerics, radius) ->
     accountant.spend(budget, what)
     moment = clipped_second_moment(X @ A.T, bound)
     scale = gaussian_sigma(sensitivity(bound, len(X)), budget)  # = bound^2 / (n sqrt(rho))
-    return moment + scale * symmetric_gaussian(moment.shape[0], rng), scale
+    return _step("gaussian", what, upper_of(moment), moment + scale * symmetric_gaussian(moment.shape[0], rng),
+                 sensitivity=sensitivity(bound, len(X)), norm="l2", scale=scale, shape=moment.shape), scale
 
 
 def _psd_part(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -282,7 +284,9 @@ def coinpress_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Ge
         return Spectral(values * r**2, vectors)
     accountant.spend(accountant.total, "CoinPress: iteration 1/1")
     scale = gaussian_sigma(sensitivity(bound, n), accountant.total)
-    values, vectors = _psd_part(moment + scale * symmetric_gaussian(d, rng))
+    values, vectors = _psd_part(_step("gaussian", "CoinPress: iteration 1/1", upper_of(moment),
+                                      moment + scale * symmetric_gaussian(d, rng), sensitivity=sensitivity(bound, n),
+                                      norm="l2", scale=scale, shape=moment.shape))
     return Spectral(values * r**2, vectors)
 
 

@@ -23,6 +23,7 @@ from .privacy import PureDP, ZCDP, Accountant
 from .predictions import Bound, Facts
 from .problem import CovProblem
 from .spectral import Spectral
+from .transcript import released as _step
 
 
 
@@ -49,6 +50,16 @@ def sample_eigenvectors(C: np.ndarray, etas: np.ndarray, rng: np.random.Generato
 
     ``eigen``: C's eigh (values ascending, vectors) if already known (CovProblem.unit_gram_eigh).
     """
+    thetas = _draw_eigenvectors(C, etas, rng, subtract=subtract, block=block, eigen=eigen, max_proposals=max_proposals,
+                                steps=steps, method=method)
+    # the transcript (mechanisms/transcript.py): the chain's score u^T C u moves by at most 1 for every u between
+    # neighbours (rows in the unit ball: |u^T (x x^T - y y^T) u| <= 1), i.e. C by 1 in the operator norm; the
+    # compressions C_i and the subtracted (released) eigenvalues are post-processing
+    return _step("sampler", "eigenvectors (exponential mechanism)", C, thetas, sensitivity=1.0, norm="operator",
+                 etas=np.asarray(etas, dtype=float), steps=steps, subtract=subtract, shape=thetas.shape)
+
+
+def _draw_eigenvectors(C, etas, rng, *, subtract, block, eigen, max_proposals, steps, method) -> np.ndarray:
     d = C.shape[0]
     # Step 2a at step i needs only the eigenvalues mu_i of C_i and gives u_i, theta_i's coordinates
     # in C_i's eigenbasis. Projection (steps 2b-2c): C_(i+1) is C_i compressed to u_i's complement;
@@ -231,8 +242,10 @@ def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
     d = problem.d
     k = check_components(components, d)
     eps0 = accountant.spend(total.scaled(0.5), "eigenvalues (Laplace)" + claimed).eps
-    values = problem.eigenvalues * (problem.n / problem.radius**2) \
-        + rng.laplace(scale=(1 if published else 2) / eps0, size=d)
+    exact = problem.eigenvalues * (problem.n / problem.radius**2)
+    scale = (1 if published else 2) / eps0
+    values = _step("laplace", "eigenvalues (Laplace)", exact, exact + rng.laplace(scale=scale, size=d),
+                   sensitivity=2.0, norm="l1", scale=scale)
     if published:  # the public code sorts the noisy eigenvalues and clips them to [0, n]
         values = np.clip(np.sort(values)[::-1], 0.0, problem.n)
     if split == "uniform":
@@ -292,15 +305,18 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
     if calibration == "public_code":
         eps = total.to_approx_dp(PUBLIC_CODE_DELTA).eps
         accountant.spend(total, f"as published: ({eps:g}, {PUBLIC_CODE_DELTA:g})-DP claimed as {total}")
-        values = np.clip(problem.eigenvalues * (problem.n / problem.radius**2)
-                         + rng.laplace(scale=2 / (eps / 2), size=d), 0.0, problem.n)
+        exact = problem.eigenvalues * (problem.n / problem.radius**2)
+        values = np.clip(_step("laplace", "eigenvalues (Laplace)", exact, exact + rng.laplace(scale=2 / (eps / 2), size=d),
+                               sensitivity=2.0, norm="l1", scale=2 / (eps / 2)), 0.0, problem.n)
         eta = advanced_composition_step(eps / 2, k, PUBLIC_CODE_DELTA) / 4
         thetas = sample_eigenvectors(C, np.full(k, eta), rng, eigen=problem.unit_gram_eigh,
                                      max_proposals=max_proposals, steps=k)
         return _release(values[:k], thetas, back)
     half = accountant.spend(total.scaled(0.5), "eigenvalues (Gaussian)")
-    values = problem.eigenvalues * (problem.n / problem.radius**2) \
-        + gaussian_sigma(math.sqrt(2), half) * rng.standard_normal(d)
+    exact = problem.eigenvalues * (problem.n / problem.radius**2)
+    scale = gaussian_sigma(math.sqrt(2), half)
+    values = _step("gaussian", "eigenvalues (Gaussian)", exact, exact + scale * rng.standard_normal(d),
+                   sensitivity=math.sqrt(2), norm="l2", scale=scale)
     step = total.scaled(0.5 / k)
     for i in range(k):
         accountant.spend(step, f"eigenvector {i + 1} (exponential mechanism, {charge})")

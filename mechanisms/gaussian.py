@@ -11,6 +11,7 @@ from .privacy import ZCDP, Accountant
 from .predictions import Bound, Facts, Prediction, gaussian_noise
 from .problem import CovProblem
 from .spectral import Spectral
+from .transcript import released as _step
 
 
 def gaussian_sigma(l2_sensitivity: float, budget: ZCDP) -> float:
@@ -35,6 +36,12 @@ def _kept_upper_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, cols
 
 
+def upper_of(matrix: np.ndarray) -> np.ndarray:
+    """A symmetric matrix's upper triangle (diagonal included), the statistic its releases' sensitivities are of."""
+    rows, cols = upper_indices(matrix.shape[0])
+    return matrix[rows, cols]
+
+
 def mirrored_upper(draws: np.ndarray) -> np.ndarray:
     """The symmetric matrix with the upper triangle (diagonal included) of the square ``draws``, in one pass."""
     index = np.arange(len(draws))
@@ -57,7 +64,10 @@ def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
                                   rng=rng))
     noise.check_numerics(numerics)
     accountant.spend(budget, "GaussCov: noisy covariance")
-    return sigma + gaussian_sigma(l2, budget) * symmetric_gaussian(sigma.shape[0], rng)
+    scale = gaussian_sigma(l2, budget)
+    return _step("gaussian", "GaussCov: noisy covariance", upper_of(sigma),
+                 sigma + scale * symmetric_gaussian(sigma.shape[0], rng), sensitivity=l2, norm="l2", scale=scale,
+                 shape=sigma.shape)
 
 
 def covariance_float_error(row_bound: float, n: int, d: int) -> float:
@@ -118,7 +128,10 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
     else:
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov: eigenvalues")
-        noisy_values = eigenvalues + gaussian_sigma(l2, half) * rng.standard_normal(len(eigenvalues))
+        scale = gaussian_sigma(l2, half)
+        noisy_values = _step("gaussian", "SeparateCov: eigenvalues", eigenvalues,
+                             eigenvalues + scale * rng.standard_normal(len(eigenvalues)), sensitivity=l2, norm="l2",
+                             scale=scale, shape=np.shape(eigenvalues))
     # Steps 3-4: eigenvectors of GaussCov(X, rho/2), from eigh (not SVD, which flips signs).
     _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng, numerics))
     # Step 5: pair both in descending order; noisy_values keeps the order of the true eigenvalues.

@@ -7,11 +7,12 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import hardened_eigenvalues, hardened_upper, mirrored_upper
+from .gaussian import hardened_eigenvalues, hardened_upper, mirrored_upper, upper_of
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
 from .spectral import Spectral
+from .transcript import released as _step
 
 # Constant taken for the unspecified O(log(1/beta) log d) terms of Lemmas 16-18 (our choice).
 TAIL_CONSTANT = 2.0
@@ -36,7 +37,8 @@ def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
                                   rng=rng))
     noise.check_numerics(numerics)
     accountant.spend(budget, "LapCov: noisy covariance")
-    return sigma + l1 / budget.eps * symmetric_laplace(d, rng)
+    return _step("laplace", "LapCov: noisy covariance", upper_of(sigma), sigma + l1 / budget.eps * symmetric_laplace(d, rng),
+                 sensitivity=l1, norm="l1", scale=l1 / budget.eps, shape=sigma.shape)
 
 
 def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
@@ -58,7 +60,10 @@ def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bo
     else:
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov (Laplace): eigenvalues")
-        noisy_values = eigenvalues + rng.laplace(scale=2 * row_bound**2 / (n * half.eps), size=len(eigenvalues))
+        scale = 2 * row_bound**2 / (n * half.eps)
+        noisy_values = _step("laplace", "SeparateCov (Laplace): eigenvalues", eigenvalues,
+                             eigenvalues + rng.laplace(scale=scale, size=len(eigenvalues)), sensitivity=l1,
+                             norm="l1", scale=scale, shape=np.shape(eigenvalues))
     _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng, numerics))
     return Spectral(noisy_values, vectors[:, ::-1])
 
@@ -91,7 +96,10 @@ def amin_laplace_cov(problem: CovProblem, accountant: Accountant, rng: np.random
                                   float_error=error, rng=rng))
     noise.check_numerics(numerics)
     budget: PureDP = accountant.spend(accountant.total, "L: noisy covariance")
-    return problem.sigma + 2 * d * problem.radius**2 / (budget.eps * problem.n) * symmetric_laplace(d, rng)
+    scale = 2 * d * problem.radius**2 / (budget.eps * problem.n)
+    return _step("laplace", "L: noisy covariance", upper_of(problem.sigma),
+                 problem.sigma + scale * symmetric_laplace(d, rng), sensitivity=2 * d * problem.radius**2 / problem.n,
+                 norm="l1", scale=scale, shape=problem.sigma.shape)
 
 
 def _tail(d: int, beta: float) -> float:

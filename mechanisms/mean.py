@@ -21,6 +21,7 @@ import numpy as np
 from . import noise
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from .thresholding import analytic_gaussian_sigma
+from .transcript import released as _step
 
 
 def private_mean(X: np.ndarray, radius: float, budget, accountant: Accountant, rng: np.random.Generator,
@@ -54,7 +55,10 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
         accountant.spend(budget, f"mean (centring) ({how})")
     else:
         accountant.spend(budget, "mean (centring)")
-        noisy = _idealized_noisy_mean(mean, l2, d, budget, rng)
+        pure = isinstance(budget, PureDP)  # l1 <= sqrt(d) l2 for the Laplace draw
+        noisy = _step("laplace" if pure else "gaussian", "mean (centring)", mean,
+                      _idealized_noisy_mean(mean, l2, d, budget, rng), sensitivity=l2 * math.sqrt(d) if pure else l2,
+                      norm="l1" if pure else "l2", budget=str(budget), shape=np.shape(mean))
     norm = float(np.linalg.norm(noisy))
     return noisy if norm <= radius else noisy * (radius / norm)
 

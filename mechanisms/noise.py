@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from .privacy import ApproxDP
+from .transcript import released as _step
 
 GRID_BITS = 40  # the grid step is the power of two at about 2^-40 of the noise scale
 MANTISSA_BITS = 52  # |N| < 2^52: g * N is exact in float64, with room for the noise
@@ -284,6 +285,8 @@ def gaussian_release(statistic: np.ndarray, *, l2_sensitivity: float, rho: float
     sigma = steps / math.sqrt(2 * rho) * (1 + 1e-12)  # rounded up: never less noise than the bound asks
     noise = discrete_gaussian(sigma, m, rng).reshape(values.shape)
     released = _released(on_grid(values, grid, bound), noise, grid)
+    released = _step("gaussian", "discrete Gaussian (zCDP)", values, released, sensitivity=l2_sensitivity, norm="l2",
+                     slack=float_part, grid=grid, sigma=sigma, bound=bound, shape=values.shape, rho=rho)
     return released, Hardening("discrete Gaussian", grid, l2_sensitivity, rounding, float_part, sigma * grid)
 
 
@@ -301,6 +304,8 @@ def laplace_release(statistic: np.ndarray, *, l1_sensitivity: float, eps: float,
     t = math.ceil(steps / eps * (1 + 1e-12))
     noise = discrete_laplace(t, m, rng).reshape(values.shape)
     released = _released(on_grid(values, grid, bound), noise, grid)
+    released = _step("laplace", "discrete Laplace (eps-DP)", values, released, sensitivity=l1_sensitivity, norm="l1",
+                     slack=float_part, grid=grid, t=t, bound=bound, shape=values.shape, eps=eps)
     return released, Hardening("discrete Laplace", grid, l1_sensitivity, rounding, float_part, t * grid)
 
 
@@ -435,4 +440,8 @@ def gaussian_release_approx(statistic: np.ndarray, *, l2_sensitivity: float, eps
     grid, sigma, how = approx_gaussian_plan(l2_sensitivity=l2_sensitivity, eps=eps, delta=delta, bound=bound,
                                             float_error=float_error, m=values.size)
     noise = discrete_gaussian(sigma, values.size, rng).reshape(values.shape)
-    return _released(on_grid(values, grid, bound), noise, grid), how
+    released = _step("gaussian", "discrete Gaussian ((eps, delta))", values,
+                     _released(on_grid(values, grid, bound), noise, grid), sensitivity=l2_sensitivity, norm="l2",
+                     slack=how.float_error, grid=grid, sigma=sigma, bound=bound, shape=values.shape, eps=eps,
+                     delta=delta)
+    return released, how

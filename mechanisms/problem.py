@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .banded import FINE, MORE_BANDS, band_block, band_edges, column_addresses, scratch
+from .banded import FINE, MORE_BANDS, band_block, band_edges, bands_of, column_addresses, scratch, squares_by_row
 
 _NORM_SLACK = 1e-9  # relative tolerance for rows that sit on the ball's surface
 NORM_BLOCK = 2**20  # entries of X per block in row_norms (8 MB)
@@ -27,14 +27,15 @@ TILE_BYTES = 1 << 20  # of about this many bytes (in cache)
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
-    """np.linalg.norm(X, axis=1), the same bits, a block of rows at a time: no n x d temporary (for
-    n = 500000, d = 200 that would be 800 MB of fresh memory)."""
+    """Each row's l2 norm, its squares summed in column order (banded.squares_by_row: the same bits as the streamed
+    pass's norms, so every path puts a row in the same band), a block of rows at a time: no n x d temporary."""
+    X = np.asarray(X, dtype=float)
     norms = np.empty(len(X))
     step = max(1, NORM_BLOCK // max(X.shape[1], 1))
     with np.errstate(over="ignore"):
         for start in range(0, len(X), step):
-            block = X[start:start + step]
-            np.sqrt(np.add.reduce(block * block, axis=1), out=norms[start:start + step])
+            squares_by_row(X[start:start + step], norms[start:start + step])
+        np.sqrt(norms, out=norms)
     overflowed = np.flatnonzero(np.isinf(norms))
     if len(overflowed):  # squares beyond float64 (or an inf entry): a finite row's norm by scaling it first
         overflowed = overflowed[np.all(np.isfinite(X[overflowed]), axis=1)]
@@ -451,8 +452,9 @@ def renumber_rows(message: str, offset: int) -> str:
 
 
 def dyadic_band(norms: np.ndarray, radius: float) -> np.ndarray:
-    """j >= 0 with r 2^-(j+1) < norm <= r 2^-j, decided by exact comparisons (norm > 0)."""
-    j = np.maximum(np.floor(np.log2(radius) - np.log2(norms)).astype(np.int64), 0)  # no overflow
-    j = np.where(norms > np.ldexp(radius, -j), np.maximum(j - 1, 0), j)  # float log2 rounding
-    j = np.where(norms <= np.ldexp(radius, -(j + 1)), j + 1, j)
-    return j
+    """j >= 0 with r 2^-(j+1) < norm <= r 2^-j (0 above r), decided by exact comparisons (norm > 0): the band
+    routine of every path (banded.bands_of)."""
+    norms = np.ascontiguousarray(norms, dtype=float)
+    out = np.empty(len(norms), dtype=np.int64)
+    bands_of(norms, float(radius), band_edges(float(radius)), out)
+    return out

@@ -23,7 +23,8 @@ from . import adaptive, coinpress, emcov, gaussian, laplace, pipeline, regressio
 from .predictions import Prediction
 from .privacy import NOTIONS, ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .problem import BandSums, CovProblem
-from .units import COUNT_SHARE, check_count_share, check_privacy_unit, private_count, resized_drop
+from .units import (COUNT_SHARE, check_count_share, check_privacy_unit, private_count, resized_drop,
+                    selection_generators)
 from .spectral import Spectral, as_matrix, clamp_eigenvalues
 
 
@@ -479,8 +480,9 @@ def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budge
                          "problem with its rows, CovProblem.from_rows(X, radius, rows=X)")
     check_count_share(count_share)
     accountant = Accountant(budget)
+    selection, = selection_generators(rng, 1)  # before the count: the resize's keys depend on the row index alone
     n_public = private_count(problem.n, budget.scaled(count_share), accountant, rng)
-    drop = resized_drop(np.arange(problem.n), n_public, rng)
+    drop = resized_drop(np.arange(problem.n), n_public, selection)
     if options.get("numerics") == "hardened" or problem.band_sums is None:  # every sum rebuilt: within its bounds
         kept = np.delete(problem.rows, drop, axis=0)
         resized = BandSums(problem.radius).add(kept).problem(ridge=problem.ridge, rows=kept, n_public=n_public)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .privacy import PureDP, Accountant
 from .problem import CovProblem
+from .transcript import released as _step
 
 
 @dataclass(frozen=True)
@@ -75,4 +76,7 @@ def output_perturbation(problem: CovProblem, accountant: Accountant, rng: np.ran
     scale = output_perturbation_sensitivity(task.alpha, problem.n) / budget.eps
     direction = rng.standard_normal(len(w))
     direction /= np.linalg.norm(direction)
-    return RidgeRelease(w + rng.gamma(shape=len(w), scale=scale) * direction)
+    return RidgeRelease(_step("gamma-norm", "ridge model + Gamma-norm noise", w,
+                              w + rng.gamma(shape=len(w), scale=scale) * direction,
+                              sensitivity=output_perturbation_sensitivity(task.alpha, problem.n), norm="l2",
+                              scale=scale))

@@ -24,11 +24,12 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import covariance_float_error, hardened_upper, symmetric_gaussian, upper_indices
+from .gaussian import covariance_float_error, hardened_upper, symmetric_gaussian, upper_indices, upper_of
 from .privacy import ApproxDP, Accountant
 from .predictions import gaussian_noise
 from .problem import CovProblem, clip_rows
 from .spectral import Spectral
+from .transcript import released as _step
 
 
 @functools.lru_cache(maxsize=256)  # a pure function of public values, asked for once per release
@@ -128,7 +129,10 @@ def dp_threshold(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
             budget = accountant.spend(accountant.total, "noisy covariance (analytic Gaussian)")
             sd = analytic_gaussian_sigma(l2, budget)
     if numerics != "hardened":
-        noisy = problem.sigma + sd * symmetric_gaussian(problem.d, rng)  # step 1
+        sensitivity = 1 / problem.n if calibration == "as_written" else l2
+        noisy = _step("gaussian", "DP-Thresholding: noisy covariance", upper_of(problem.sigma),
+                      problem.sigma + sd * symmetric_gaussian(problem.d, rng), sensitivity=sensitivity, norm="l2",
+                      scale=sd, shape=problem.sigma.shape)  # step 1
     level = threshold_level(problem.n, problem.d, sd, gamma) if threshold else None
     return threshold_and_project(noisy, level)
 
@@ -260,6 +264,10 @@ def ldp_reports_hardened(problem: CovProblem, accountant: Accountant, rng: np.ra
         draws = noise.discrete_gaussian(sigma, reports.size, rng).reshape(reports.shape)
         total += noise._released(noise.on_grid(reports, grid, r2), draws, grid).sum(axis=0)
     accountant.spend(accountant.total, f"{what} ({how})")
+    # the transcript: the reports' sum (one user's report moves it by l2 at most; the noise is the n reports')
+    total = _step("gaussian", what, lambda _: (rows[:, upper_rows] * rows[:, upper_cols]).sum(axis=0), total,
+                  sensitivity=l2, norm="l2", slack=2 * error * math.sqrt(m) * n, grid=grid, sigma=sigma, bound=r2,
+                  users=n)
     out = np.empty((d, d))
     out[upper_rows, upper_cols] = total / n
     out[upper_cols, upper_rows] = total / n
@@ -322,7 +330,10 @@ def gauss_approx(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
         return threshold_and_project(noisy, None)
     budget: ApproxDP = accountant.spend(accountant.total, what)
     sd = analytic_gaussian_sigma(problem.radius**2 / problem.n, budget)
-    return threshold_and_project(problem.sigma + sd * symmetric_gaussian(problem.d, rng), None)
+    return threshold_and_project(_step("gaussian", what, upper_of(problem.sigma),
+                                       problem.sigma + sd * symmetric_gaussian(problem.d, rng),
+                                       sensitivity=problem.radius**2 / problem.n, norm="l2", scale=sd,
+                                       shape=problem.sigma.shape), None)
 
 
 # --- predicted errors (mechanisms/predictions.py) --------------------------------------------------

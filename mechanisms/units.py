@@ -36,6 +36,7 @@ import numpy as np
 
 from . import noise
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
+from .transcript import released as _step
 
 PRIVACY_UNITS = ("replace_one", "add_remove")
 COUNT_SHARE = 0.02  # the count's share of an add/remove fit (measured: results/measurements/privacy_unit.txt)
@@ -88,35 +89,57 @@ def private_count(n: int, budget, accountant: Accountant, rng: np.random.Generat
     accountant.spend(budget, f"{what} (hardened: {kind} of scale {scale:.4g} on the integers, sensitivity 1)")
     z = noise.discrete_laplace(scale, 1, rng)[0] if kind == "discrete Laplace" else \
         noise.discrete_gaussian(scale, 1, rng)[0]
-    return max(1, int(n) + int(z))
+    return _step("count", what, float(n), max(1, int(n) + int(z)), sensitivity=1.0, norm="l1", noise=kind, scale=scale)
 
 
-def resized_drop(kept: np.ndarray, n_public: int, rng: np.random.Generator) -> np.ndarray:
-    """The rows (indices into ``kept``, the candidates) to drop so that at most ``n_public`` remain: a uniformly
-    random len(kept) - n_public of them when there are more (step 2 above), else none. Sorted."""
+def selection_generators(rng: np.random.Generator, count: int = 2) -> list[np.random.Generator]:
+    """Generators for a fit's random row selections (persons' rows beyond k, rows beyond the released count), split
+    off the fit's generator before any row is read, one per selection (ChaCha20 where the fit's is cryptographic).
+    Each selection draws one key per row index (``row_keys``), so a row's key depends on its index alone: D and D
+    with rows appended then keep the same rows of D, or one fewer and an appended row instead -- the coupling the
+    proofs above use, realised (the replay test, mechanisms/transcript.py, runs on it)."""
+    children = np.random.SeedSequence([int(v) for v in rng.integers(0, 2**63, size=4)]).spawn(count)
+    if noise.is_secure(rng):
+        from randomgen import ChaCha
+        return [np.random.Generator(ChaCha(seed=child, rounds=20)) for child in children]
+    return [np.random.Generator(np.random.PCG64(child)) for child in children]
+
+
+def row_keys(rng: np.random.Generator, total: int) -> np.ndarray:
+    """One uniform key per row index 0 .. total - 1 (a prefix of the keys of more rows)."""
+    return rng.random(int(total))
+
+
+def resized_drop(kept: np.ndarray, n_public: int, rng: np.random.Generator, total: int | None = None) -> np.ndarray:
+    """The rows (indices into ``kept``, the candidates) to drop so that at most ``n_public`` remain (step 2 above):
+    when there are more, those beyond the ``n_public`` smallest keys (``row_keys`` over ``total`` row indices,
+    default max(kept) + 1; ties by index), a uniformly random subset; else none. Sorted."""
     kept = np.asarray(kept, dtype=np.int64)
     extra = len(kept) - int(n_public)
     if extra <= 0:
         return np.empty(0, dtype=np.int64)
-    return np.sort(kept[rng.choice(len(kept), size=extra, replace=False)])
+    keys = row_keys(rng, int(kept.max()) + 1 if total is None else total)[kept]
+    order = np.lexsort((kept, keys))  # by key, then index
+    return np.sort(kept[order[int(n_public):]])
 
 
 def person_drop(persons, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of the rows beyond ``k`` per person, chosen uniformly at random within each person (sorted).
-    ``persons``: one identifier per row (any hashable values numpy can sort: ints, strings)."""
+    """Indices of the rows beyond ``k`` per person: each person keeps its ``k`` rows of smallest key (``row_keys``,
+    ties by index), a uniformly random k of them (sorted). ``persons``: one identifier per row (any hashable
+    values numpy can sort: ints, strings)."""
     ids = np.asarray(persons)
     if ids.ndim != 1:
         raise ValueError(f"persons must be one identifier per row (1-D), got shape {ids.shape}")
     n = len(ids)
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    order = rng.permutation(n)  # a uniformly random order, then each person's first k in it are kept
-    _, group = np.unique(ids[order], return_inverse=True)
-    by_person = np.argsort(group, kind="stable")  # within a person: the random order
-    sorted_groups = group[by_person]
+    keys = row_keys(rng, n)
+    _, group = np.unique(ids, return_inverse=True)
+    by_person = np.lexsort((np.arange(n), keys, group.ravel()))  # by person, then key, then index
+    sorted_groups = group.ravel()[by_person]
     starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
     rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-    return np.sort(order[by_person[rank >= k]])
+    return np.sort(by_person[rank >= k])
 
 
 def check_rows_per_person(k) -> int:
