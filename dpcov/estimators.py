@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
+from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcov.data.chunks import Rows, is_dask
@@ -85,24 +86,15 @@ def _share(name: str, value) -> float:
     return float(value)
 
 
-def _checked(X: np.ndarray) -> np.ndarray:
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"data contains NaN or inf (first at row {np.argwhere(~np.isfinite(X))[0][0]})")
-    return X
-
-
 # The steps of a fit as functions of one block of rows (run where the block is: Rows.reduce).
 def _norm_histogram(X: np.ndarray) -> np.ndarray:
-    return norm_histogram(row_norms(_checked(X)))
+    return norm_histogram(row_norms(X))
 
 
-def _outside(X: np.ndarray, limit: float) -> tuple[int, float]:
-    norms = row_norms(_checked(X))
-    return int((norms > limit).sum()), float(norms.max(initial=0.0))
-
-
-def _add_and_max(a: tuple, b: tuple) -> tuple:
-    return a[0] + b[0], max(a[1], b[1])
+def _bad_rows(X: np.ndarray, limit: float) -> np.ndarray:
+    """[rows holding NaN or inf, finite rows of norm > limit] of a block."""
+    finite = np.isfinite(X).all(axis=1)
+    return np.array([int((~finite).sum()), int((row_norms(X[finite]) > limit).sum())])
 
 
 def _clipped(X: np.ndarray, clip: float | None) -> np.ndarray:
@@ -152,7 +144,7 @@ class _Fit:
     components: int | None = None
     mechanism: object = None  # chosen after the count (auto reads n), again after the median norm
     radius: float | None = None  # the released rows' ball (grows by the mean's norm where rows are centred)
-    clip: float | None = None  # the radius rows are clipped to (None: none lies outside)
+    clip: float | None = None  # the radius rows are clipped to (a public radius, or the released bound)
     histogram: np.ndarray | None = None  # the padded rows' norm histogram: the bound's and the median's query
     typical: float | None = None  # the released median norm over the radius (auto; None: not released)
     centre: np.ndarray | None = None
@@ -168,9 +160,10 @@ class _PrivateFit:
     ========== =================================== ================================ ==========================
     step       reads                               releases                         charged
     ========== =================================== ================================ ==========================
+    check      every row: NaN/inf, outside a       nothing (an error naming no row, nothing
+               public radius                       or clip=True)
     persons    identifiers, k                      nothing (drops rows beyond k)    nothing; the rest at the
                                                                                     row budget (group privacy)
-    radius     rows outside a public radius        nothing (an error, or clip=True) nothing
     count      n (add_remove only)                 ñ (rows beyond ñ then dropped,   count_share
                                                    zero rows pad to ñ)
     choose     public facts: ñ, d, k, budget       the mechanism (auto)             nothing
@@ -333,7 +326,7 @@ class _PrivateFit:
             rows = X if isinstance(X, Rows) else Rows(X)
             self.n_features_in_ = rows.d
             return rows
-        return validate_data(self, X, dtype=np.float64)
+        return validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN: after the charge
 
     def _spent_before_release(self, typical_released: bool = False) -> float:
         return (self.count_share if self.privacy_unit == "add_remove" else 0.0) + \
@@ -391,17 +384,23 @@ class _PrivateFit:
             fit.histogram = histogram
         return fit.histogram
 
-    def _step_radius(self, fit: _Fit) -> None:
-        """A public radius: reads which rows lie outside it (every row: an error, or clip=True, whichever rows the
-        count drops later); releases nothing. Clipping a row inside the ball leaves it as it is."""
-        if self.radius == "private":
-            return
-        radius = float(self.radius)
-        outside, largest = fit.rows.reduce(_outside, _add_and_max, radius * (1 + 1e-12))
+    def _step_check(self, fit: _Fit) -> None:
+        """Reads every row (before any is dropped: whether an error fires never depends on a random draw): rows
+        holding NaN or inf, and rows outside a public radius; releases nothing but an error, which names no row and
+        no value (an error is an output too), and comes after the session was charged. Rows are then clipped to a
+        public radius whatever the check found (clipping leaves a row inside the ball as it is): a row within
+        rounding of the sphere, norm in (r, r (1 + 1e-12)], is clipped onto it, never kept outside."""
+        limit = np.inf if self.radius == "private" else float(self.radius) * (1 + 1e-12)
+        not_finite, outside = fit.rows.reduce(_bad_rows, np.add, limit)
+        if not_finite:
+            raise ValueError(f"data contains NaN or inf in {not_finite} row{'s' if not_finite > 1 else ''}: drop or "
+                             f"impute them before the fit (the error names no row: it is an output too)")
         if outside and not self.clip:
-            raise ValueError(f"{outside} rows have norm > radius = {radius:g} (largest {largest:.6g}): pass a radius "
-                             f"that bounds every row, clip=True to project them onto the ball, or radius='private'")
-        fit.radius, fit.clip = radius, (radius if outside else None)
+            raise ValueError(f"{outside} row{'s' if outside > 1 else ''} have norm > radius = {self.radius:g}: pass a "
+                             f"radius that bounds every row, clip=True to project them onto the ball, or "
+                             f"radius='private'")
+        if self.radius != "private":
+            fit.radius = fit.clip = float(self.radius)
 
     def _step_bound(self, fit: _Fit) -> None:
         """radius='private': reads the norms' histogram (rows padded to the public count); releases a bound
@@ -482,13 +481,13 @@ class _PrivateFit:
         if self.session is not None:  # the whole budget, before any row is read (BudgetExceeded: nothing spent)
             who = "" if persons is None else f"; per person, <= {k} rows each, group privacy"
             charge = self.session.charge(self.budget, f"{type(self).__name__}.fit ({self.mechanism}, {self.budget}"
-                                                      f"{who})")
+                                                      f"{who})", rows_per_person=None if persons is None else k)
         rng = _generator(self.random_state, self.numerics)
         fit = _Fit(rows, 0, rows.d, budget, Accountant(budget), rng, components)
         if self.privacy_unit == "add_remove":  # split off before any row is read (a public fact decides)
             fit.selection = tuple(selection_generators(rng, 2))
+        self._step_check(fit)
         self._step_persons(fit, persons)
-        self._step_radius(fit)
         self._step_count(fit)
         fit.mechanism = self._choose(fit)
         self._step_bound(fit)
@@ -771,7 +770,9 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
             rows = Rows(da.concatenate([X, y.reshape(-1, 1)], axis=1))
             self.n_features_in_ = d = rows.d - 1
         else:
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN in X or y: after the charge
+            y = np.asarray(column_or_1d(y, warn=True), dtype=np.float64)
+            check_consistent_length(X, y)
             rows, d = np.column_stack([X, y]), X.shape[1]
         self.covariance_, centre, _, n = self._private_covariance(rows, persons=persons)  # n: the public count
         sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]

@@ -17,14 +17,24 @@ Roth, Ullman & Vadhan 2016). The session converts to (eps, delta) once, for all 
 
 With ``path=`` the ledger lives in a JSON file: every charge is a read-modify-write under an exclusive lock
 (``fcntl.flock`` on ``<path>.lock``) that re-reads the file, so a restarted process resumes what was spent
-and two processes cannot both spend the last share; the file is replaced atomically, and one that does
-not parse is refused, never reset. Without a path the ledger lives in this object only (a copy of it is
-the same session; it cannot be pickled to another process).
+and two processes cannot both spend the last share; the file is replaced atomically and durably (the file and
+its directory fsynced), and one that does not parse is refused, never reset. A session cannot be reset by
+deleting or moving its file: a missing file starts a new ledger only when asked (``new=True``), the file holds
+the session's id, and an object whose file has gone, or holds another session's id, refuses to spend. Without a
+path the ledger lives in this object only (a copy of it is the same session; it cannot be pickled to another
+process).
+
+Every comparison with the total is exact (the budgets' floats as rationals, issue 58): a charge is refused when
+the exact sum of what was charged would pass the total, with no tolerance (ten charges of 0.1, each a float a
+little above 1/10, pass a total of 1.0 by 5.6e-17 and the tenth is refused). Each release records its privacy unit
+(a row, or a person with at most k rows), and ``report`` states the guarantee per unit (group privacy converts the
+others), never the strongest one for all.
 """
 from __future__ import annotations
 
 import copy
 import fcntl
+from fractions import Fraction
 import json
 import math
 import os
@@ -37,11 +47,11 @@ from pathlib import Path
 
 from .mechanisms.privacy import (_TOLERANCE, NOTIONS, ApproxDP, Budget, BudgetExceeded, PureDP, ZCDP, _cost,
                                  zcdp_eps)
-from .mechanisms.units import check_privacy_unit
+from .mechanisms.units import check_privacy_unit, check_rows_per_person, group_cost
 
 
 FORMAT = "dpcov-session"
-VERSION = 1
+VERSION = 2  # 2: the session's id, each release's unit
 _NOTION_NAMES = {cls: name for name, cls in NOTIONS.items()}  # ZCDP -> "zcdp", PureDP -> "pure", ...
 
 
@@ -86,7 +96,7 @@ class Session:
     ``basic_composition(delta)`` converts each release on its own and adds them up, for comparison.
     """
 
-    def __init__(self, budget: Budget, privacy_unit: str = "add_remove", path=None):
+    def __init__(self, budget: Budget, privacy_unit: str = "add_remove", path=None, new: bool = False):
         budget_to_dict(budget)  # a budget, or TypeError
         self.total = budget
         self.privacy_unit = check_privacy_unit(privacy_unit)
@@ -95,17 +105,33 @@ class Session:
         self._memory: list[dict] = []  # the ledger when there is no path
         self._thread_lock = threading.Lock()
         self.path = None if path is None else Path(path)
+        self.id = uuid.uuid4().hex  # in memory; a file's session takes the file's id
         if self.path is not None:
             if self.path.is_dir():
                 raise ValueError(f"session path {self.path} is a directory, not a session file")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if new:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            elif not self.path.exists():
+                raise FileNotFoundError(f"no session file at {self.path}: pass new=True to start a new ledger "
+                                        f"there (a missing file is never taken for an empty ledger: deleting or "
+                                        f"moving it must not reset the budget)")
             with self._locked():
                 if self.path.exists():
-                    self._check_matches(self._read())
+                    if new:
+                        raise FileExistsError(f"session file {self.path} exists: resume it (leave new= unset) or "
+                                              f"choose another path for a new ledger")
+                    data = _parse(self.path, self.path.read_bytes())
+                    if data["id"] is None:  # a version 1 file: its id from now on
+                        data.update(id=self.id, version=VERSION)
+                        self._write(data)
+                    self.id = data["id"]
+                    self._check_matches(data)
+                elif not new:  # removed between the check above and the lock
+                    raise FileNotFoundError(f"no session file at {self.path}: pass new=True to start a new ledger")
                 else:
-                    self._write({"format": FORMAT, "version": VERSION, "notion": _NOTION_NAMES[self.notion],
-                                 "total": budget_to_dict(budget), "privacy_unit": self.privacy_unit,
-                                 "created": _now(), "releases": []})
+                    self._write({"format": FORMAT, "version": VERSION, "id": self.id,
+                                 "notion": _NOTION_NAMES[self.notion], "total": budget_to_dict(budget),
+                                 "privacy_unit": self.privacy_unit, "created": _now(), "releases": []})
 
     @classmethod
     def open(cls, path) -> "Session":
@@ -135,22 +161,24 @@ class Session:
         spent = self._spent_of(self._releases())
         return self._as_budget(tuple(lim - s for lim, s in zip(self._limit, spent)))
 
-    def charge(self, budget: Budget, what: str) -> str:
+    def charge(self, budget: Budget, what: str, rows_per_person: int | None = None) -> str:
         """Charge a release of ``budget`` before it touches the data; the id of its ledger entry (uuid4 hex).
 
         BudgetExceeded (nothing spent) when it would take the sum past the total; TypeError for a budget the
         session's notion cannot take (an (eps, delta) release in a zCDP or pure session, a zCDP one in a pure
-        or (eps, delta) session) and ValueError for an empty ``what``: nothing spent either."""
-        cost = self._cost(budget)
+        or (eps, delta) session) and ValueError for an empty ``what``: nothing spent either. ``rows_per_person``: the
+        release protects a person with at most that many rows (its unit; None: a row)."""
+        self._cost(budget)
         if not isinstance(what, str) or not what.strip():
             raise ValueError(f"what must say what the release is (a non-empty string), got {what!r}")
-        entry = {"id": uuid.uuid4().hex, "what": what, "budget": budget_to_dict(budget), "time": _now(),
-                 "steps": []}
+        unit = {"kind": "row"} if rows_per_person is None else \
+            {"kind": "person", "rows": check_rows_per_person(rows_per_person)}
+        entry = {"id": uuid.uuid4().hex, "what": what, "budget": budget_to_dict(budget), "unit": unit,
+                 "time": _now(), "steps": []}
 
         def add(releases: list[dict]) -> None:
             spent = self._spent_of(releases)
-            after = tuple(s + c for s, c in zip(spent, cost))
-            if any(a > lim * (1 + _TOLERANCE) for a, lim in zip(after, self._limit)):
+            if _passes(_exact_sum([entry] + releases, self.notion), self._limit):
                 left = self._as_budget(tuple(lim - s for lim, s in zip(self._limit, spent)))
                 where = f" ({self.path})" if self.path is not None else ""
                 raise BudgetExceeded(
@@ -180,14 +208,14 @@ class Session:
                 raise ValueError(f"no release {release_id!r} in this session"
                                  + (f" ({self.path})" if self.path is not None else ""))
             charged = budget_from_dict(entry["budget"])
-            try:
+            try:  # a consistency check of the record (the charge itself was compared exactly): the steps are the
+                # accountant's float shares of the charge, whose sum may pass it by rounding (privacy._TOLERANCE)
                 limit = _cost(charged, type(charged))
-                total = [0.0] * len(limit)
-                for row in entry["steps"] + rows:
-                    total = [t + c for t, c in zip(total, _cost(budget_from_dict(row["budget"]), type(charged)))]
+                over = any(float(t) > lim * (1 + _TOLERANCE)
+                           for t, lim in zip(_exact_sum(entry["steps"] + rows, type(charged)), limit))
             except TypeError:  # steps of another notion (a zCDP mechanism inside an (eps, delta) release)
-                total, limit = (), ()
-            if any(t > lim * (1 + _TOLERANCE) for t, lim in zip(total, limit)):
+                over = False
+            if over:
                 raise ValueError(f"the steps of release {entry['what']!r} spend more than its charge {charged}")
             entry["steps"].extend(rows)
 
@@ -214,8 +242,25 @@ class Session:
         delta = ApproxDP(1.0, delta).delta
         return _basic([budget_from_dict(entry["budget"]) for entry in self._releases()], delta)
 
+    def guarantees(self) -> dict:
+        """What the releases so far guarantee per privacy unit, in the session's notion: {"row": budget,
+        "person (<= k rows)": budget, ...} for each unit a release named. A row-level release costs a person with
+        at most k rows its group-privacy cost (``units.group_cost``); a person-level release (at most k' rows) costs
+        a person with at most k >= k' rows its own budget (the rows beyond k' are dropped), one with more rows the
+        group cost over ceil(k / k') persons, and a row twice (a row added to a person changes that person: removing
+        the old and adding the new, group privacy over 2)."""
+        releases = self._releases()
+        units = sorted({_unit_rows(entry) for entry in releases}, key=lambda k: (k is not None, k or 0))
+        out = {}
+        for k in units:
+            costs = [_cost(_for_unit(entry, k), self.notion) for entry in releases]
+            total = tuple(sum(c[i] for c in costs) for i in range(len(self._limit)))
+            out["row" if k is None else f"person (<= {k} rows)"] = self._as_budget(total)
+        return out
+
     def report(self, delta: float = 1e-6) -> str:
-        """Human-readable: the total, spent, remaining, both (eps, delta) routes, and the ledger."""
+        """Human-readable: the total, spent, remaining, the guarantee per unit, both (eps, delta) routes, and the
+        ledger."""
         delta = ApproxDP(1.0, delta).delta
         releases = self._releases()
         spent = self._as_budget(self._spent_of(releases))
@@ -224,6 +269,9 @@ class Session:
                  f"  total      {self.total}   privacy unit: {self.privacy_unit}",
                  f"  spent      {spent or 'nothing'}   ({len(releases)} release{'s' * (len(releases) != 1)})",
                  f"  remaining  {left or 'nothing'}"]
+        if any(_unit_rows(entry) is not None for entry in releases):  # units differ: each one's own guarantee
+            lines += ["  guarantee per unit (group privacy converts the others' releases):"]
+            lines += [f"    {unit:<22} {budget or 'nothing'}" for unit, budget in self.guarantees().items()]
         budgets = [budget_from_dict(entry["budget"]) for entry in releases]  # one reading of the file
         lines += [f"  as (eps, delta)-DP at delta = {delta:g}:",
                   f"    the whole total      {_together([self.total], self.notion, delta)}   (what the filter "
@@ -235,8 +283,9 @@ class Session:
                       + (f" at delta/{len(releases)}" if self.notion is ZCDP else "") + ", then added)"]
             lines.append("  ledger:")
             for entry in releases:
+                per = "" if _unit_rows(entry) is None else f"  (per person, <= {_unit_rows(entry)} rows)"
                 lines.append(f"    {entry['time']}  {budget_from_dict(entry['budget'])!s:<16}  {entry['what']}"
-                             f"  [{entry['id'][:8]}]")
+                             f"{per}  [{entry['id'][:8]}]")
                 lines += [f"        {budget_from_dict(step['budget'])!s:<16}  {step['what']}"
                           for step in entry["steps"]]
         return "\n".join(lines)
@@ -332,13 +381,66 @@ class Session:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+        directory = os.open(self.path.parent, os.O_RDONLY)  # the rename itself durable
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
 
     def _check_matches(self, data: dict) -> None:
+        if data["id"] != self.id:
+            raise ValueError(f"session file {self.path} holds another session (id {data['id'][:8]}, not this "
+                             f"object's {self.id[:8]}): the file was replaced or started again; refusing to spend "
+                             f"(restore the file, or Session.open the new one)")
         held = budget_from_dict(data["total"])
         if held != self.total or data["privacy_unit"] != self.privacy_unit:
             raise ValueError(f"session file {self.path} holds a {data['notion']} session of total {held}, "
                              f"privacy unit {data['privacy_unit']!r}; not {self.total}, {self.privacy_unit!r} "
                              f"(use Session.open to resume it as it is; the file is left unchanged)")
+
+
+def _exact(values) -> tuple:
+    return tuple(Fraction(v) for v in values)
+
+
+def _exact_cost(budget: Budget, notion: type) -> tuple:
+    """``privacy._cost`` in rationals: an eps-DP release in a zCDP session costs exactly eps^2 / 2 of its float eps
+    (never the float product, which can round down)."""
+    _cost(budget, notion)  # TypeError for a pair that does not compose
+    if notion is ZCDP and isinstance(budget, PureDP):
+        return (Fraction(budget.eps) ** 2 / 2,)
+    return _exact(_cost(budget, notion))
+
+
+def _passes(exact_sum: tuple, limit: tuple) -> bool:
+    """Whether an exact sum passes the limit in any component (the limit's floats taken exactly)."""
+    return any(s > Fraction(lim) for s, lim in zip(exact_sum, limit))
+
+
+def _exact_sum(entries: list[dict], notion: type) -> tuple:
+    """The exact sum (rationals: every float as it is) of the entries' costs in ``notion``: compared with the
+    total's exact value, it can only refuse where the floats' sum would pass it (no tolerance)."""
+    total = None
+    for entry in entries:
+        cost = _exact_cost(budget_from_dict(entry["budget"]), notion)
+        total = cost if total is None else tuple(t + c for t, c in zip(total, cost))
+    return total if total is not None else (Fraction(0),) * (2 if notion is ApproxDP else 1)
+
+
+def _unit_rows(entry: dict) -> int | None:
+    """The rows per person of a release's unit (None: a row; a file written before units: a row)."""
+    unit = entry.get("unit", {"kind": "row"})
+    return None if unit["kind"] == "row" else int(unit["rows"])
+
+
+def _for_unit(entry: dict, k: int | None) -> Budget:
+    """What a release costs a unit of ``k`` rows per person (None: a row): ``Session.guarantees``."""
+    budget, own = budget_from_dict(entry["budget"]), _unit_rows(entry)
+    if own is None:
+        return budget if k is None else group_cost(budget, k)
+    if k is None:
+        return group_cost(budget, 2)
+    return budget if k <= own else group_cost(budget, -(-k // own))
 
 
 def _together(budgets: list[Budget], notion: type, delta: float) -> ApproxDP | None:
@@ -385,8 +487,8 @@ def _parse(path: Path, raw: bytes) -> dict:
         raise refuse(f"not JSON: {err}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise refuse(f"no \"format\": \"{FORMAT}\"")
-    if data.get("version") != VERSION:
-        raise refuse(f"version {data.get('version')!r}; this dpcov reads version {VERSION}")
+    if data.get("version") not in (1, VERSION):
+        raise refuse(f"version {data.get('version')!r}; this dpcov reads versions 1 and {VERSION}")
     try:
         notion = NOTIONS[data["notion"]]
         total = budget_from_dict(data["total"])
@@ -396,17 +498,23 @@ def _parse(path: Path, raw: bytes) -> dict:
         releases = data["releases"]
         if not isinstance(releases, list):
             raise ValueError("releases is not a list")
-        spent = tuple(0.0 for _ in _cost(total, notion))
         for entry in releases:
             if not (isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("id", "what", "time"))
                     and isinstance(entry.get("steps"), list)):
                 raise ValueError(f"a release lacks an id, what, time or steps: {entry!r}")
-            spent = tuple(s + c for s, c in zip(spent, _cost(budget_from_dict(entry["budget"]), notion)))
+            _cost(budget_from_dict(entry["budget"]), notion)
             for step in entry["steps"]:
                 if not (isinstance(step, dict) and isinstance(step.get("what"), str)):
                     raise ValueError(f"a step lacks what: {step!r}")
                 budget_from_dict(step.get("budget"))
-        if any(s > lim * (1 + _TOLERANCE) for s, lim in zip(spent, _cost(total, notion))):
+        if data["version"] == 1:  # written before sessions had ids: it gets one when first opened (Session)
+            data.setdefault("id", None)
+        elif not isinstance(data.get("id"), str):
+            raise ValueError("it holds no session id")
+        for entry in releases:
+            if entry.get("unit", {"kind": "row"}) != {"kind": "row"}:
+                check_rows_per_person(entry["unit"]["rows"])
+        if _passes(_exact_sum(releases, notion), _cost(total, notion)):
             raise ValueError(f"its releases spend more than its total {total}")
     except (KeyError, TypeError, ValueError) as err:
         raise refuse(f"{type(err).__name__}: {err}") from None

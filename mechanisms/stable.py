@@ -63,6 +63,7 @@ from scipy import linalg
 from .privacy import ApproxDP
 from .predictions import Facts, Prediction
 from .problem import CovProblem
+from .transcript import released as _step
 
 SOUNDNESS_FACTOR = 20.0  # property 3 of the notes: weighted leverage <= 20 L0 where w_i > 0 ((C2))
 ON_FAIL = ("raise", "zero")  # stable_gsampling's on_fail: raise the failure, or release the zero matrix
@@ -490,14 +491,19 @@ def stable_release(X, budget: ApproxDP, rng: np.random.Generator, *, ptr_fractio
     known = {} if shared is None else shared.setdefault(("stable", params.L0, params.k), {})
     if "d_hat" not in known:  # the test first: fails fast on unsafe data
         known["d_hat"] = stability_score(_scaled(X, -exponent), params.L0, params.k)[0]
-    noisy = known["d_hat"] + rng.laplace(scale=params.laplace_scale)
+    noisy = _step("laplace", "PTR: d_hat", known["d_hat"], known["d_hat"] + rng.laplace(scale=params.laplace_scale),
+                  sensitivity=2.0, norm="l1", scale=params.laplace_scale, threshold=params.threshold)
     if not noisy < params.threshold:
         raise PTRFailed(f"the data are too far from safe: noisy score {noisy:.3g} >= threshold "
                         f"{params.threshold:g} (k = {params.k}); nothing released")
     if "sigma_w" not in known:  # only when the test passed
         scaled = _scaled(X, -exponent)
         known["sigma_w"] = weighted_covariance(scaled, stable_covariance(scaled, params.L0, params.k).w)
-    return _scaled(gaussian_sampling(known["sigma_w"], params.m, rng), 2 * exponent)
+    # the transcript: Sigma_w moves by at most Delta in the Mahalanobis distance between neighbours with d_hat < k
+    # (docs/stable_privacy.md, Lemma 9); the power-of-two scale is exact and undone
+    return _step("sampler", "Gaussian sampling (Alg 1)", lambda _: _scaled(known["sigma_w"], 2 * exponent),
+                 _scaled(gaussian_sampling(known["sigma_w"], params.m, rng), 2 * exponent),
+                 sensitivity=params.sensitivity, norm="mahalanobis", m=params.m)
 
 
 def stable_gsampling(problem: CovProblem, accountant, rng: np.random.Generator, *,

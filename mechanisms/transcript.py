@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("dpcov_transcript", default=None)
-NORMS = ("l1", "l2", "linf", "operator")
+NORMS = ("l1", "l2", "linf", "operator", "mahalanobis")
 
 
 @dataclass
@@ -100,6 +100,8 @@ def _copied(output):
 
 def distance(a: np.ndarray, b: np.ndarray, norm: str) -> float:
     """||a - b|| in ``norm`` (operator: the spectral norm of a symmetric difference)."""
+    if norm == "mahalanobis":  # d_M(A, B) = max of ||A^-1/2 B A^-1/2 - I||_F and the same with A, B swapped
+        return max(_mahalanobis(a, b), _mahalanobis(b, a))
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if norm == "l1":
         return float(np.abs(diff).sum())
@@ -108,6 +110,14 @@ def distance(a: np.ndarray, b: np.ndarray, norm: str) -> float:
     if norm == "linf":
         return float(np.abs(diff).max(initial=0.0))
     return float(np.abs(np.linalg.eigvalsh((diff + diff.T) / 2)).max(initial=0.0))
+
+
+def _mahalanobis(a: np.ndarray, b: np.ndarray) -> float:
+    values, vectors = np.linalg.eigh((a + a.T) / 2)
+    if values.min(initial=np.inf) <= 0:
+        return math.inf
+    root = vectors / np.sqrt(values)
+    return float(np.linalg.norm(root.T @ b @ root - np.eye(len(a))))
 
 
 def differences(recorded: Transcript, replayed: Transcript, tolerance: float = 0.0, rows: int = 1) -> list[str]:

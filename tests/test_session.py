@@ -40,7 +40,9 @@ def test_zcdp_session_adds_rho_and_takes_pure_as_eps_squared_over_two():
     assert session.releases[1]["budget"] == {"notion": "pure", "eps": 1.0}
     with pytest.raises(BudgetExceeded):
         session.charge(PureDP(0.8), "0.32 of 0.25 left")
-    session.charge(PureDP(math.sqrt(0.5)), "exactly the rest")
+    with pytest.raises(BudgetExceeded):  # the float sqrt(0.5) is above sqrt(1/2): exactly, eps^2/2 > 0.25
+        session.charge(PureDP(math.sqrt(0.5)), "a hair more than the rest")
+    session.charge(PureDP(math.nextafter(math.sqrt(0.5), 0)), "the rest, rounded down")
     assert session.remaining is None and session.spent.rho == pytest.approx(1.0)
 
 
@@ -62,7 +64,7 @@ def test_pure_session_adds_eps_and_approx_session_adds_both():
 @pytest.mark.parametrize("total, release", [(ZCDP(1.0), ApproxDP(0.5, 1e-6)), (PureDP(1.0), ZCDP(0.1)),
                                             (PureDP(1.0), ApproxDP(0.5, 1e-6)), (ApproxDP(1.0, 1e-6), ZCDP(0.1))])
 def test_a_release_of_a_notion_the_session_cannot_take_spends_nothing(total, release, tmp_path):
-    session = Session(total, path=tmp_path / "s.json")
+    session = Session(total, path=tmp_path / "s.json", new=True)
     before = (tmp_path / "s.json").read_bytes()
     with pytest.raises(TypeError, match=f"cannot take a {type(release).__name__} release.*nothing was charged"):
         session.charge(release, "wrong notion")
@@ -75,7 +77,7 @@ def test_a_release_of_a_notion_the_session_cannot_take_spends_nothing(total, rel
 
 
 def test_budget_exceeded_spends_nothing_and_says_what_is_left(tmp_path):
-    session = Session(ZCDP(1.0), path=tmp_path / "s.json")
+    session = Session(ZCDP(1.0), path=tmp_path / "s.json", new=True)
     session.charge(ZCDP(0.7), "first")
     before = (tmp_path / "s.json").read_bytes()
     with pytest.raises(BudgetExceeded, match=r"second: charging 0.5-zCDP would exceed the session's total "
@@ -89,7 +91,7 @@ def test_budget_exceeded_spends_nothing_and_says_what_is_left(tmp_path):
 
 def test_unknown_unit_and_non_budget_total_are_refused(tmp_path):
     with pytest.raises(ValueError, match="'add_remove'.*'replace_one'.*got 'per_person'"):
-        Session(ZCDP(1.0), privacy_unit="per_person", path=tmp_path / "s.json")
+        Session(ZCDP(1.0), privacy_unit="per_person", path=tmp_path / "s.json", new=True)
     with pytest.raises(TypeError):
         Session(1.0)
     assert not (tmp_path / "s.json").exists()
@@ -118,7 +120,7 @@ def test_an_estimators_ledger_is_recorded_as_it_is(tmp_path):
     pytest.importorskip("sklearn")
     rng = np.random.default_rng(0)
     X = rng.standard_normal((2000, 3)) / 4
-    session = Session(ZCDP(1.0), path=tmp_path / "s.json")
+    session = Session(ZCDP(1.0), path=tmp_path / "s.json", new=True)
     cov = dpcov.PrivateCovariance(budget=ZCDP(0.4), radius=1.0, clip=True, centering="assume_centered",
                                   mechanism="gauss", random_state=0)
     release = session.charge(cov.budget, "covariance of X")
@@ -131,7 +133,7 @@ def test_a_copy_is_the_same_session_and_memory_cannot_be_pickled(tmp_path):
     assert copy.copy(session) is session and copy.deepcopy(session) is session
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(session)
-    on_file = Session(ZCDP(1.0), path=tmp_path / "s.json")
+    on_file = Session(ZCDP(1.0), path=tmp_path / "s.json", new=True)
     on_file.charge(ZCDP(0.5), "a")
     again = pickle.loads(pickle.dumps(on_file))
     again.charge(ZCDP(0.5), "b")
@@ -148,6 +150,7 @@ def test_dpcov_exports_session():
 
 def test_a_restarted_process_resumes_what_was_spent(tmp_path):
     path = tmp_path / "s.json"
+    Session(ZCDP(1.0), "replace_one", path, new=True)
     script = ("import sys; from dpcov import Session, ZCDP; "
               "Session(ZCDP(1.0), 'replace_one', sys.argv[1]).charge(ZCDP(0.4), 'from another process')")
     for _ in range(2):
@@ -161,7 +164,7 @@ def test_a_restarted_process_resumes_what_was_spent(tmp_path):
         Session(ZCDP(1.0), "replace_one", path).charge(ZCDP(0.4), "a third")
     data = json.loads(path.read_text())
     assert (data["format"], data["version"], data["notion"], data["total"], data["privacy_unit"]) == (
-        "dpcov-session", 1, "zcdp", {"notion": "zcdp", "rho": 1.0}, "replace_one")
+        "dpcov-session", 2, "zcdp", {"notion": "zcdp", "rho": 1.0}, "replace_one")
 
 
 RACE = textwrap.dedent("""
@@ -203,16 +206,17 @@ def race(path: Path, tmp_path: Path, tries: int, rho: float) -> list[tuple[int, 
 
 def test_two_processes_cannot_both_spend_the_last_share(tmp_path):
     path = tmp_path / "s.json"
-    Session(ZCDP(1.0), path=path).charge(ZCDP(0.5), "before")
+    Session(ZCDP(1.0), path=path, new=True).charge(ZCDP(0.5), "before")
     results = race(path, tmp_path, tries=1, rho=0.3)
     assert sorted(granted for granted, _ in results) == [0, 1]
     assert Session.open(path).spent.rho == pytest.approx(0.8)
-    # Many charges interleaved: no charge is lost or doubled (50 of 0.02 fit in 1.0, and exactly 50 are granted).
+    # Many charges interleaved: no charge is lost or doubled (64 of 2^-6 fit in 1.0 exactly, and exactly 64 are
+    # granted; 50 of the float 0.02 would not: each is a little above 1/50, and the comparison is exact).
     path = tmp_path / "many.json"
-    Session(ZCDP(1.0), path=path)
+    Session(ZCDP(1.0), path=path, new=True)
     (tmp_path / "go").unlink()
-    results = race(path, tmp_path, tries=40, rho=0.02)
-    assert sum(granted for granted, _ in results) == 50 and len(Session.open(path).releases) == 50
+    results = race(path, tmp_path, tries=40, rho=2.0**-6)
+    assert sum(granted for granted, _ in results) == 64 and len(Session.open(path).releases) == 64
     assert all(spent == pytest.approx(1.0) for _, spent in results)  # both see the same total afterwards
     assert sorted(p.name for p in tmp_path.iterdir()) == ["go", "many.json", "many.json.lock", "s.json", "s.json.lock"]
 
@@ -231,7 +235,7 @@ def test_a_file_that_does_not_parse_is_refused_and_left_unchanged(content, tmp_p
 
 def test_a_damaged_ledger_is_refused_even_mid_session(tmp_path):
     path = tmp_path / "s.json"
-    session = Session(ZCDP(1.0), path=path)
+    session = Session(ZCDP(1.0), path=path, new=True)
     session.charge(ZCDP(0.5), "a")
     data = json.loads(path.read_text())
     data["releases"][0]["budget"] = {"notion": "zcdp", "rho": -1}
@@ -258,7 +262,7 @@ def test_a_damaged_ledger_is_refused_even_mid_session(tmp_path):
 ])
 def test_a_file_of_another_total_unit_or_notion_is_refused(budget, unit, holds, tmp_path):
     path = tmp_path / "s.json"
-    Session(ZCDP(1.0), "add_remove", path).charge(ZCDP(0.25), "a")
+    Session(ZCDP(1.0), "add_remove", path, new=True).charge(ZCDP(0.25), "a")
     before = path.read_bytes()
     with pytest.raises(ValueError, match=holds.replace("(", r"\(").replace(")", r"\)")):
         Session(budget, unit, path)
@@ -345,7 +349,7 @@ def test_report_shows_totals_both_routes_and_the_ledger():
 
 def test_the_command_prints_a_session_file(tmp_path, capsys):
     path = tmp_path / "s.json"
-    Session(PureDP(2.0), path=path).charge(PureDP(0.5), "a histogram")
+    Session(PureDP(2.0), path=path, new=True).charge(PureDP(0.5), "a histogram")
     assert main(["session", str(path), "--delta", "1e-8"]) == 0
     out = capsys.readouterr().out
     assert str(path) in out and "spent      0.5-DP" in out and "a histogram" in out and "at delta = 1e-08" in out
@@ -364,3 +368,68 @@ def test_the_command_refuses_a_missing_or_corrupt_file(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["session", str(tmp_path / "bad.json"), "--delta", "2"])
     assert stop.value.code == 2 and "--delta must lie in (0, 1)" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------
+# issue 58: no reset by deleting or moving the file; each release's unit; the charge before any row check
+
+
+def test_a_missing_file_starts_a_ledger_only_when_asked_and_a_moved_one_cannot_be_reset(tmp_path):
+    path = tmp_path / "s.json"
+    with pytest.raises(FileNotFoundError, match="pass new=True"):
+        Session(ZCDP(1.0), path=path)
+    session = Session(ZCDP(1.0), path=path, new=True)
+    session.charge(ZCDP(0.9), "most of it")
+    with pytest.raises(FileExistsError, match="exists: resume it"):
+        Session(ZCDP(1.0), path=path, new=True)
+    assert json.loads(path.read_text())["id"] == session.id and len(session.id) == 32
+    path.rename(tmp_path / "moved.json")  # moved away: the object refuses, and no new ledger appears by itself
+    with pytest.raises(ValueError, match="has disappeared"):
+        session.charge(ZCDP(0.5), "after the move")
+    with pytest.raises(FileNotFoundError):
+        Session(ZCDP(1.0), path=path)
+    fresh = Session(ZCDP(1.0), path=path, new=True)  # asked for: a new ledger, with an id of its own
+    with pytest.raises(ValueError, match="holds another session"):
+        session.charge(ZCDP(0.5), "on the new file")
+    assert fresh.spent is None and fresh.id != session.id
+
+
+def test_a_version_1_file_gets_an_id_when_opened(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"format": "dpcov-session", "version": 1, "notion": "zcdp",
+                                "total": {"notion": "zcdp", "rho": 1.0}, "privacy_unit": "add_remove",
+                                "created": "then", "releases": []}))
+    session = Session.open(path)
+    session.charge(ZCDP(0.5), "a")
+    data = json.loads(path.read_text())
+    assert data["version"] == 2 and data["id"] == session.id and Session.open(path).spent == ZCDP(0.5)
+
+
+def test_each_release_records_its_unit_and_the_report_states_each_units_guarantee():
+    session = Session(ZCDP(1.0))
+    session.charge(ZCDP(0.25), "rows")
+    session.charge(ZCDP(0.25), "persons", rows_per_person=3)
+    assert [r["unit"] for r in session.releases] == [{"kind": "row"}, {"kind": "person", "rows": 3}]
+    guarantees = session.guarantees()
+    # a row: 0.25 + the person release over a group of 2 (4 x 0.25); a person of <= 3 rows: 9 x 0.25 + 0.25
+    assert guarantees == {"row": ZCDP(1.25), "person (<= 3 rows)": ZCDP(2.5)}
+    report = session.report()
+    assert "guarantee per unit" in report and "person (<= 3 rows)" in report and "(per person, <= 3 rows)" in report
+    with pytest.raises(ValueError, match="max_rows_per_person must be an integer >= 1"):
+        session.charge(ZCDP(0.1), "bad unit", rows_per_person=0)
+
+
+def test_the_session_is_charged_before_any_row_is_checked():
+    """A NaN (or a row outside the radius) is an error only after the fit's budget was charged: the signal is paid."""
+    session = Session(ZCDP(1.0))
+    X = np.random.default_rng(0).standard_normal((100, 3)) / 4
+    X[7, 1] = np.nan
+    for fit in (lambda: dpcov.PrivateCovariance(budget=ZCDP(0.3), radius=1.0, centering="assume_centered",
+                                                session=session).fit(X),
+                lambda: dpcov.PrivateRidge(budget=ZCDP(0.3), radius=1.0, centering="assume_centered",
+                                           session=session).fit(X[:, :2], X[:, 2]),
+                lambda: dpcov.PrivateCovariance(budget=ZCDP(0.3), radius=0.01, centering="assume_centered",
+                                                session=session).fit(np.nan_to_num(X))):
+        with pytest.raises(ValueError, match="NaN or inf in 1 row|rows have norm > radius"):
+            fit()
+    assert session.spent.rho == pytest.approx(0.9) and len(session.releases) == 3

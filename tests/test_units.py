@@ -187,7 +187,7 @@ def test_persons_fit_is_private_for_the_person_and_never_releases_identifiers():
     ({"max_rows_per_person": 2}, {}, "needs persons="),
 ])
 def test_bad_declarations_are_refused_and_spend_nothing(tmp_path, params, fit_kwargs, message):
-    session = dpcov.Session(ZCDP(1.0), path=tmp_path / "s.json")
+    session = dpcov.Session(ZCDP(1.0), path=tmp_path / "s.json", new=True)
     X = _ball_rows(100, 3)
     with pytest.raises(ValueError, match=message):
         dpcov.PrivateCovariance(budget=ZCDP(0.2), radius=1.0, centering="private", session=session,
@@ -201,7 +201,7 @@ def test_a_session_spans_releases_refuses_the_overspend_and_is_shared_through_it
     would pass the total raises BudgetExceeded before reading a row and spends nothing; a second Session on the
     same file (another process's view) sees the same total and ledger."""
     path = tmp_path / "table.session.json"
-    session = dpcov.Session(ZCDP(1.0), path=path)
+    session = dpcov.Session(ZCDP(1.0), path=path, new=True)
     X = _ball_rows(3000, 4, seed=10)
     common = dict(radius=1.0, centering="private", random_state=0, session=session)
     dpcov.PrivateCovariance(budget=ZCDP(0.4), **common).fit(X)
