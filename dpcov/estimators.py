@@ -106,8 +106,16 @@ def _clipped_sum(X: np.ndarray, clip: float | None) -> np.ndarray:
 
 
 def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float) -> BandSums:
-    X = _clipped(X, clip)
-    return BandSums(radius).add(X if shift is None else X - shift)
+    if shift is not None:
+        return BandSums(radius).add(_clipped(X, clip) - shift)
+    norms = row_norms(X)  # once: the clipped rows' own norms recomputed, by the same routine
+    if clip is not None:
+        X, _ = clip_rows(X, clip, norms)
+        outside = norms > clip
+        if outside.any():
+            norms = norms.copy()
+            norms[outside] = row_norms(X[outside])
+    return BandSums(radius).add(X, norms=norms)
 
 
 def _block_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float) -> BandSums:

@@ -89,7 +89,8 @@ def private_count(n: int, budget, accountant: Accountant, rng: np.random.Generat
     accountant.spend(budget, f"{what} (hardened: {kind} of scale {scale:.4g} on the integers, sensitivity 1)")
     z = noise.discrete_laplace(scale, 1, rng)[0] if kind == "discrete Laplace" else \
         noise.discrete_gaussian(scale, 1, rng)[0]
-    return _step("count", what, float(n), max(1, int(n) + int(z)), sensitivity=1.0, norm="l1", noise=kind, scale=scale)
+    return int(_step("count", what, float(n), max(1, int(n) + int(z)), sensitivity=1.0, norm="l1", noise=kind,
+                     scale=scale))
 
 
 def selection_generators(rng: np.random.Generator, count: int = 2) -> list[np.random.Generator]:

@@ -33,7 +33,8 @@ def main() -> None:
              f"in the unit ball (dpcov head-to-head's public scaling)", ""]
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", dpcov.UselessReleaseWarning)
-        session = dpcov.Session(dpcov.ZCDP(1.0), privacy_unit="add_remove", path=Path(tmp) / "adult.session.json")
+        session = dpcov.Session(dpcov.ZCDP(1.0), privacy_unit="add_remove", path=Path(tmp) / "adult.session.json",
+                                new=True)
         common = dict(radius=1.0, centering="private", random_state=0, session=session)
         cov = dpcov.PrivateCovariance(budget=dpcov.ZCDP(0.3), **common).fit(X)
         pca = dpcov.PrivatePCA(5, budget=dpcov.PureDP(0.6), **common).fit(X)  # a pure-DP release: eps^2/2 = 0.18
