@@ -515,7 +515,8 @@ class _PrivateFit:
         clip = fit.clip
         cov_budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical is not None))
         # both paths put every row in the same band (one norm routine: banded.squares_by_row), sums equal to rounding
-        problem = fit.rows.reduce(_sums_path(fit.rows), BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
+        sums = fit.rows.reduce(_sums_path(fit.rows), BandSums.merge, clip, fit.shift, fit.radius)
+        problem = sums.problem(n_public=fit.n)
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
                    **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {}),
                    **(dict([mechanism.own_radius]) if self.radius == "private" and mechanism.own_radius else {})}

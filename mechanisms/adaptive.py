@@ -273,7 +273,8 @@ def _largest_noise(predict_gauss, predict_separate, factor: float, trace_hat: fl
 
 def diff_float_error(bands: int, n: int, bound: float) -> float:
     """A bound on |computed Diff - exact Diff| (Step 5's query, in units of r~^2 / n): the bias is a sum of at most
-    ``bands`` non-zero terms count_j (u_j^2 - tau^2) (``bands``: a public bound, the SVT's number of queries) (each within [0, n r~^2] with a few roundings), then divided by n,
+    ``bands`` non-zero terms count_j (u_j^2 - tau^2) (``bands``: a public bound, the SVT's number of queries; each
+    within [0, n r~^2] with a few roundings), then divided by n,
     less the public noise term, times n / r~^2 (sum_error_bound; every magnitude is within the SVT's clip bound
     ``bound`` = n (1 + noise / r~^2), whose roundings add a few units of it)."""
     return noise.sum_error_bound(bands, float(n), ops_per_term=6) + 8 * noise.UNIT_ROUNDOFF * bound

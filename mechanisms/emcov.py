@@ -306,8 +306,9 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
         eps = total.to_approx_dp(PUBLIC_CODE_DELTA).eps
         accountant.spend(total, f"as published: ({eps:g}, {PUBLIC_CODE_DELTA:g})-DP claimed as {total}")
         exact = problem.eigenvalues * (problem.n / problem.radius**2)
-        values = np.clip(_step("laplace", "eigenvalues (Laplace)", exact, exact + rng.laplace(scale=2 / (eps / 2), size=d),
-                               sensitivity=2.0, norm="l1", scale=2 / (eps / 2)), 0.0, problem.n)
+        noisy = exact + rng.laplace(scale=2 / (eps / 2), size=d)
+        values = np.clip(_step("laplace", "eigenvalues (Laplace)", exact, noisy, sensitivity=2.0, norm="l1",
+                               scale=2 / (eps / 2)), 0.0, problem.n)
         eta = advanced_composition_step(eps / 2, k, PUBLIC_CODE_DELTA) / 4
         thetas = sample_eigenvectors(C, np.full(k, eta), rng, eigen=problem.unit_gram_eigh,
                                      max_proposals=max_proposals, steps=k)

@@ -37,8 +37,9 @@ def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
                                   rng=rng))
     noise.check_numerics(numerics)
     accountant.spend(budget, "LapCov: noisy covariance")
-    return _step("laplace", "LapCov: noisy covariance", upper_of(sigma), sigma + l1 / budget.eps * symmetric_laplace(d, rng),
-                 sensitivity=l1, norm="l1", scale=l1 / budget.eps, shape=sigma.shape)
+    return _step("laplace", "LapCov: noisy covariance", upper_of(sigma),
+                 sigma + l1 / budget.eps * symmetric_laplace(d, rng), sensitivity=l1, norm="l1", scale=l1 / budget.eps,
+                 shape=sigma.shape)
 
 
 def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
