@@ -245,10 +245,10 @@ class Session:
     def guarantees(self) -> dict:
         """What the releases so far guarantee per privacy unit, in the session's notion: {"row": budget,
         "person (<= k rows)": budget, ...} for each unit a release named. A row-level release costs a person with
-        at most k rows its group-privacy cost (``units.group_cost``); a person-level release (at most k' rows) costs
-        a person with at most k >= k' rows its own budget (the rows beyond k' are dropped), one with more rows the
-        group cost over ceil(k / k') persons, and a row twice (a row added to a person changes that person: removing
-        the old and adding the new, group privacy over 2)."""
+        at most k rows its group-privacy cost (``units.group_cost``); a person-level release costs any person its own
+        budget (it drops each person's rows beyond its own k, so it protects a person whatever their rows), and a row
+        its group cost over 2 persons (a row added to a person changes that person: the old removed, the new
+        added)."""
         releases = self._releases()
         units = sorted({_unit_rows(entry) for entry in releases}, key=lambda k: (k is not None, k or 0))
         out = {}
@@ -438,9 +438,7 @@ def _for_unit(entry: dict, k: int | None) -> Budget:
     budget, own = budget_from_dict(entry["budget"]), _unit_rows(entry)
     if own is None:
         return budget if k is None else group_cost(budget, k)
-    if k is None:
-        return group_cost(budget, 2)
-    return budget if k <= own else group_cost(budget, -(-k // own))
+    return group_cost(budget, 2) if k is None else budget  # a person's rows beyond its k were dropped: any person
 
 
 def _together(budgets: list[Budget], notion: type, delta: float) -> ApproxDP | None:
