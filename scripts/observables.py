@@ -106,7 +106,8 @@ def observed(count: int | None):
             seen["tape_m0"] = [int(s.output) - 1 for s in tape.steps if s.kind == "svt" and s.what == "PrivRadius: SVT"]
             seen["count_out"] = [int(s.output) for s in tape.steps if s.kind == "count"]
             if seen["tape_m0"] != seen["m0"]:
-                raise AssertionError(f"transcript's r~ {seen['tape_m0']} against private_radius_exponent's {seen['m0']}")
+                raise AssertionError(f"transcript's r~ {seen['tape_m0']} against private_radius_exponent's "
+                                     f"{seen['m0']}")
         else:
             original_count = est_module.private_count
             if count is not None:
@@ -252,7 +253,8 @@ def item3(jobs, n_seeds):
                      "P(E) cp95": [noise_p * lo, noise_p * hi], "mechanisms": sorted({r[2] for r in recs})}
     e = math.exp(budget.eps)
     out["delta_point"] = out["D'"]["P(E)"] - e * out["D"]["P(E)"]
-    out["delta_lower95"] = out["D'"]["P(E) cp95"][0] - e * out["D"]["P(E) cp95"][1]  # both ends: >= 90 % jointly
+    # each end one-sided 97.5 %: >= 95 % jointly (union bound)
+    out["delta_lower95"] = out["D'"]["P(E) cp95"][0] - e * out["D"]["P(E) cp95"][1]
     return out
 
 
@@ -272,6 +274,8 @@ def item4_case(c, jobs, n_seeds):
                           "m0_histogram": histogram(r[0] for r in recs)}
         a, b = cell["persons D"]["r~=r/2"], cell["persons D'"]["r~=r/2"]
         cell["log ratio"] = math.log(a / b) if a and b else (math.inf if a or b else 0.0)
+        low_d, high_dp = cell["persons D"]["cp95"][0], cell[PDP]["cp95"][1]  # one-sided 97.5 % each
+        cell["log ratio lower95"] = math.log(low_d / high_dp) if low_d > 0 else -math.inf
         out[label] = cell
     # the radius step's eps per row (the ledger), and what group privacy over k rows allows it per person
     import dpcov
@@ -279,7 +283,8 @@ def item4_case(c, jobs, n_seeds):
         warnings.simplefilter("ignore")
         X, ids = dataset("persons D", n, d, c["data_seed"], k)
         est = dpcov.PrivateCovariance(mechanism="adaptive", budget=make_budget(c["budget"]), radius=1.0,
-                                      centering="assume_centered", random_state=0, max_rows_per_person=k).fit(X, persons=ids)
+                                      centering="assume_centered", random_state=0, max_rows_per_person=k)
+        est.fit(X, persons=ids)
     step = next(b for text, b in est.ledger_ if "PrivRadius: SVT" in text)
     out["radius_step_eps_per_row"] = float(step.eps)
     out["radius_step_eps_per_person"] = float(step.eps) * k
@@ -335,9 +340,15 @@ def provenance() -> dict:
             return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
         except (OSError, subprocess.CalledProcessError):
             return ""
+    files = {}  # the importable code: the packages' .py files (pyproject's package-dir), each file's sha1
+    for folder in ("dpcov", "mechanisms", "data"):
+        for path in sorted((root / folder).rglob("*.py")):
+            files[str(path.relative_to(root))] = hashlib.sha1(path.read_bytes()).hexdigest()
+    code = hashlib.sha1(json.dumps(files, sort_keys=True).encode())
     changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
     return {"dpcov": dpcov.__file__, "dpcov.mechanisms": dpcov.mechanisms.__file__, "tree": str(root),
-            "commit": git("rev-parse", "HEAD").strip(), "uncommitted": changed,
+            "commit": git("rev-parse", "HEAD").strip(), "uncommitted": changed, "code_sha1": code.hexdigest(),
+            "code_files": files,
             "uncommitted_diff_sha1": hashlib.sha1(git("diff", "HEAD").encode()).hexdigest() if changed else None,
             "transcript": has_transcript(), "python": platform.python_version(), "numpy": np.__version__,
             "machine": platform.machine(), "date": datetime.datetime.now().isoformat(timespec="seconds")}
@@ -353,7 +364,13 @@ def report(res: dict) -> str:
              + (f" + uncommitted {', '.join(p['uncommitted'])} (diff sha1 {p['uncommitted_diff_sha1'][:12]})"
                 if p["uncommitted"] else "") + f"; transcript module: {'yes' if p['transcript'] else 'no'}",
              f"{res['mode']} run, n_jobs={res['jobs']}, {p['date']}, python {p['python']}, numpy {p['numpy']}; "
-             f"seconds per item: {', '.join(f'{k}: {v:.0f}' for k, v in res['seconds'].items())}", ""]
+             f"seconds per item: {', '.join(f'{k}: {v:.0f}' for k, v in res['seconds'].items())}",
+             f"the packages' code (dpcov/, mechanisms/, data/ *.py) sha1 {p['code_sha1'][:12]} at the start, "
+             + ("the same at the end" if res["code_unchanged"] else
+                f"{res['provenance_end']['code_sha1'][:12]} at the end: edited during the run: "
+                f"{', '.join(res['code_edited'])}; of those, imported by this run: "
+                f"{', '.join(res['loaded_code_edited']) or 'none'}")
+             + f"; commit at the end {res['provenance_end']['commit'][:12]}", ""]
     r1 = res["1"]
     lines += [f"1. band counts, {CASES['1']['n']} rows of norm 1/2, d = {CASES['1']['d']}, radius 1:",
               f"   add:         {fmt_counts(r1['add'])}", f"   add_columns: {fmt_counts(r1['add_columns'])}",
@@ -370,18 +387,22 @@ def report(res: dict) -> str:
     lines += ["", f"3. default estimator (mechanism='auto' -> {r3['D']['mechanisms']} on D, {r3[DP]['mechanisms']} "
               f"on D'), n = {r3['case']['n']}, d = {r3['case']['d']}, {r3['case']['budget']}:",
               f"   count noise {r3['count_noise'][0]} of scale {r3['count_noise'][1]:.6g} (count_share "
-              f"{r3['count_share']}; the ledger says so: {r3['ledger_names_same_noise']}): P(Z = 0) = {r3['P(Z=0)']:.6g}, "
+              f"{r3['count_share']}; the ledger says so: {r3['ledger_names_same_noise']}): "
+              f"P(Z = 0) = {r3['P(Z=0)']:.6g}, "
               f"P(Z = -1) = {r3['P(Z=-1)']:.6g}"]
     for name in ("D", "D'"):
         cell = r3[name]
-        lines.append(f"   {name:2s} P(r~ = r | count = n) = {cell['r~=r']}/{cell['of']} = {cell['r~=r'] / cell['of']:.4f} "
+        lines.append(f"   {name:2s} P(r~ = r | count = n) = {cell['r~=r']}/{cell['of']} = "
+                     f"{cell['r~=r'] / cell['of']:.4f} "
                      f"[{cell['cp95'][0]:.4f}, {cell['cp95'][1]:.4f}];  P(E) = {cell['P(E)']:.3e} "
                      f"[{cell['P(E) cp95'][0]:.3e}, {cell['P(E) cp95'][1]:.3e}]")
-    lines += [f"   delta >= P(E|D') - e^{r3['eps']:g} P(E|D) = {r3['delta_point']:.3e} (point); {r3['delta_lower95']:.3e} "
+    lines += [f"   delta >= P(E|D') - e^{r3['eps']:g} P(E|D) = {r3['delta_point']:.3e} (point); "
+              f"{r3['delta_lower95']:.3e} "
               f"(CP ends: lower on D', upper on D)", ""]
     lines.append("4. persons: rows of norm 1/2 in persons of k, D' = one person with a third row; seeds with r~ = r/2:")
     for r4 in res["4"]:
-        lines.append(f"  k = {r4['case']['k']}, n = {r4['case']['n']} rows, d = {r4['case']['d']}, {r4['case']['budget']}, "
+        lines.append(f"  k = {r4['case']['k']}, n = {r4['case']['n']} rows, d = {r4['case']['d']}, "
+                     f"{r4['case']['budget']}, "
                      f"{r4['seeds']} seeds each:")
         lines += item4_lines(r4)
     r5 = res["5"]
@@ -389,7 +410,8 @@ def report(res: dict) -> str:
               f"{res['4'][0]['radius_step_eps_per_person']:.4g} per person (k rows)", ""]
     lines += [f"5. ledger, D = {r5['case']['n']} rows of norms {r5['case']['norms']}, D' = last row at norm "
               f"{r5['case']['moved_norm']}; adaptive, radius known, hardened, the same seed on both:",
-              f"   ledger text identical in {r5['ledger identical']} of {r5['seeds']} seeds; AdaptiveCov SVT's float-error "
+              f"   ledger text identical in {r5['ledger identical']} of {r5['seeds']} seeds; "
+              f"AdaptiveCov SVT's float-error "
               f"term identical in {r5['SVT float-error term identical']} of {r5['seeds']}",
               f"   float-error terms: D {r5['terms on D']}, D' {r5['terms on ' + DP]}"]
     for diff in r5["first differing"]:
@@ -405,7 +427,9 @@ def item4_lines(r4) -> list[str]:
         a, b = cell["persons D"], cell[PDP]
         lines.append(f"   {label:15s}: D {a['r~=r/2']}/{a['of']} [{a['cp95'][0]:.3f}, {a['cp95'][1]:.3f}], "
                      f"D' {b['r~=r/2']}/{b['of']} [{b['cp95'][0]:.3f}, {b['cp95'][1]:.3f}]; ln(D/D') = "
-                     f"{cell['log ratio']:.2f}  (m0: D {a['m0_histogram']}, D' {b['m0_histogram']})")
+                     f"{cell['log ratio']:.2f} (>= {cell['log ratio lower95']:.2f} by the CP ends)  "
+                     f"(m0: D {a['m0_histogram']}, "
+                     f"D' {b['m0_histogram']})")
     return lines
 
 
@@ -414,19 +438,22 @@ def combine(before: dict, after: dict) -> str:
         return fn(before), fn(after)
 
     rows = []
-    b, a = two(lambda r: (r["1"]["add"].get("0", r["1"]["add"].get(0)), r["1"]["add_columns"].get("0", r["1"]["add_columns"].get(0))))
+    b, a = two(lambda r: (r["1"]["add"].get("0", r["1"]["add"].get(0)),
+                          r["1"]["add_columns"].get("0", r["1"]["add_columns"].get(0))))
     rows.append(("1  band 0, add vs add_columns", f"{b[0]} vs {b[1]}", f"{a[0]} vs {a[1]}"))
     for i, case in enumerate(before["2"]):
         for held in ("n+0", "n+3"):
             f = lambda r: r["2"][i]["by_count"][held]  # noqa: E731
             b, a = two(f)
             s = case["seeds"]
-            rows.append((f"2  r~=r, D vs D', n={case['case']['n']} {case['case']['budget'][0]}, count {held.replace('+0', '')}",
+            rows.append((f"2  r~=r, D vs D', n={case['case']['n']} {case['case']['budget'][0]}, "
+                         f"count {held.replace('+0', '')}",
                          f"{b['D']['r~=r']}/{s} vs {b[DP]['r~=r']}/{s}",
                          f"{a['D']['r~=r']}/{after['2'][i]['seeds']} vs {a[DP]['r~=r']}/{after['2'][i]['seeds']}"))
     b, a = two(lambda r: r["3"])
     for name in ("D", "D'"):
-        rows.append((f"3  P(r~=r | count=n) on {name}", f"{b[name]['r~=r']}/{b[name]['of']}", f"{a[name]['r~=r']}/{a[name]['of']}"))
+        rows.append((f"3  P(r~=r | count=n) on {name}", f"{b[name]['r~=r']}/{b[name]['of']}",
+                     f"{a[name]['r~=r']}/{a[name]['of']}"))
         rows.append((f"3  P(E) on {name}", f"{b[name]['P(E)']:.2e}", f"{a[name]['P(E)']:.2e}"))
     rows.append(("3  delta >= (point)", f"{b['delta_point']:.2e}", f"{a['delta_point']:.2e}"))
     rows.append(("3  delta >= (95 % CP ends)", f"{b['delta_lower95']:.2e}", f"{a['delta_lower95']:.2e}"))
@@ -437,11 +464,15 @@ def combine(before: dict, after: dict) -> str:
                          f"{b['persons D']['r~=r/2']}/{b['persons D']['of']} vs {b[PDP]['r~=r/2']}/{b[PDP]['of']}",
                          f"{a['persons D']['r~=r/2']}/{a['persons D']['of']} vs {a[PDP]['r~=r/2']}/{a[PDP]['of']}"))
     b, a = two(lambda r: r["5"])
-    rows.append(("5  ledger identical (seeds)", f"{b['ledger identical']}/{b['seeds']}", f"{a['ledger identical']}/{a['seeds']}"))
+    rows.append(("5  ledger identical (seeds)", f"{b['ledger identical']}/{b['seeds']}",
+                 f"{a['ledger identical']}/{a['seeds']}"))
     rows.append(("5  SVT float-error term identical", f"{b['SVT float-error term identical']}/{b['seeds']}",
                  f"{a['SVT float-error term identical']}/{a['seeds']}"))
-    rows.append(("5  float-error terms D | D'", f"{','.join(b['terms on D'])} | {','.join(b['terms on ' + DP])}",
-                 f"{','.join(a['terms on D'])} | {','.join(a['terms on ' + DP])}"))
+    def span(terms):
+        values = sorted(terms, key=float)
+        return "none" if not values else values[0] if len(values) == 1 else f"{values[0]}..{values[-1]}"
+    rows.append(("5  float-error terms D | D' (range)", f"{span(b['terms on D'])} | {span(b['terms on ' + DP])}",
+                 f"{span(a['terms on D'])} | {span(a['terms on ' + DP])}"))
     width = max(len(r[0]) for r in rows) + 2
     wb = max(len(r[1]) for r in rows) + 2
     out = [f"{'':{width}s}{'before':{wb}s}after", *(f"{r[0]:{width}s}{r[1]:{wb}s}{r[2]}" for r in rows)]
@@ -473,6 +504,16 @@ def main(argv=None) -> int:
         res[key] = steps[key]()
         res["seconds"][key] = time.time() - start
         print(f"[item {key}: {res['seconds'][key]:.0f} s]", file=sys.stderr, flush=True)
+    end = provenance()
+    res["provenance_end"] = end
+    start = res["provenance"]["code_files"]
+    loaded = {str(Path(m.__file__).resolve().relative_to(Path(res["provenance"]["tree"])))
+              for name, m in list(sys.modules.items())
+              if (name == "dpcov" or name.startswith("dpcov.")) and getattr(m, "__file__", None)}
+    res["code_edited"] = sorted(f for f in set(start) | set(end["code_files"])
+                                if start.get(f) != end["code_files"].get(f))
+    res["loaded_code_edited"] = sorted(set(res["code_edited"]) & loaded)
+    res["code_unchanged"] = not res["code_edited"]
     if args.json:
         args.json.write_text(json.dumps(res, indent=1, default=str))
     if set(args.only) >= set("12345"):
