@@ -277,7 +277,9 @@ def diff_float_error(bands: int, n: int, bound: float) -> float:
     within [0, n r~^2] with a few roundings), then divided by n,
     less the public noise term, times n / r~^2 (sum_error_bound; every magnitude is within the SVT's clip bound
     ``bound`` = n (1 + noise / r~^2), whose roundings add a few units of it)."""
-    return noise.sum_error_bound(bands, float(n), ops_per_term=6) + 8 * noise.UNIT_ROUNDOFF * bound
+    # the terms are non-negative and add up to at most n (sum_j count_j <= n, (u_j^2 - tau^2) / r~^2 <= 1): Higham's
+    # gamma_k sum |term| with that sum, i.e. ``bands`` terms of n / bands each at most in total
+    return noise.sum_error_bound(bands, float(n) / bands, ops_per_term=6) + 8 * noise.UNIT_ROUNDOFF * bound
 
 
 def _hardened_trace(clipped_trace: float, r_tilde: float, n: int, d: int, budget, beta: float,
