@@ -127,7 +127,7 @@ def pca_approx_fallback(problem, accountant, rng):
     return _fit(problem, accountant, rng, pca=True, radius=1.0)
 
 
-# fit on a file: every pass a block at a time, the band sums by the one-call pass (estimators._block_band_sums);
+# fit on a file: every pass a block at a time, the band sums by the one-call pass (estimators._band_sums);
 # the pair's rows are written once per process to a .npy file, read in blocks of 1000 rows
 @functools.lru_cache(maxsize=1)
 def _scratch() -> tempfile.TemporaryDirectory:

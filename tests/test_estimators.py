@@ -285,21 +285,41 @@ def test_fit_streams_a_table_file_to_the_in_memory_release(tmp_path, suffix):
 
 
 @pytest.mark.parametrize("clip, shift", [(None, None), (1.0, None), (1.0, np.array([0.3, -0.2, 0.1, 0.0]))])
-def test_a_streamed_blocks_band_sums_are_the_arrays_to_rounding(clip, shift):
-    """A file's or a Dask partition's block is summed by the one-call pass (it clips the rows itself unless a
-    centre shifts them); an array by add. The two agree to 1e-12: n and the bands exact, every sum to rounding."""
-    from dpcov.estimators import _band_sums, _block_band_sums
+def test_the_one_band_sums_routine_is_adds_to_rounding(clip, shift):
+    """Every input kind's blocks are summed by the one-call pass (it clips the rows itself unless a centre shifts
+    them); BandSums.add of the same rows, clipped and shifted by numpy, agrees to 1e-12: n and the bands exact,
+    every sum to rounding."""
+    from dpcov.estimators import _band_sums
+    from dpcov.mechanisms.problem import BandSums, clip_rows
     X = np.random.default_rng(6).standard_normal((3000, 4)) * [0.8, 0.4, 0.2, 0.1]
     if clip is None:
-        X /= np.linalg.norm(X, axis=1).max()  # inside the unit ball: nothing to clip
+        X /= np.linalg.norm(X, axis=1).max() * (1 + 1e-12)  # inside the unit ball: nothing to clip
     radius = 1.0 + (0.0 if shift is None else float(np.linalg.norm(shift)))
     assert clip is None or np.linalg.norm(X, axis=1).max() > clip  # rows to clip
-    streamed = _block_band_sums(X, clip, shift, radius).problem()
-    expected = _band_sums(X, clip, shift, radius).problem()
+    rows = X if clip is None else clip_rows(X, clip)[0]
+    streamed = _band_sums(X, clip, shift, radius).problem()
+    expected = BandSums(radius).add(rows if shift is None else rows - shift).problem()
     assert streamed.n == expected.n and np.array_equal(streamed.band_counts, expected.band_counts)
     for name in ("sigma", "band_moments", "band_directions"):
         a, b = getattr(streamed, name), getattr(expected, name)
         assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), name
+
+
+def test_a_row_whose_squares_overflow_is_clipped_on_every_input_kind(tmp_path):
+    """A finite row of entries near 1e200 (its squares beyond float64), clip=True: clipped onto the sphere whether
+    the rows are an array, a file or a Dask array, and whichever rows a person's bound drops (no error from the
+    draw)."""
+    da = pytest.importorskip("dask.array")
+    X = np.random.default_rng(2).standard_normal((600, 3)) * 0.1
+    X[2] = [1e200, -1e200, 3e199]
+    np.save(tmp_path / "big.npy", X)
+    persons = np.r_[[0, 0, 0], np.arange(1, 598)]  # person 0: rows 0-2, k = 2 drops one of them
+    for data in (X, str(tmp_path / "big.npy"), da.from_array(X, chunks=(200, 3))):
+        for seed in range(4):
+            fitted = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1e6), radius=1.0, clip=True,
+                                             centering="assume_centered", max_rows_per_person=2,
+                                             random_state=seed).fit(data, persons=persons)
+            assert np.all(np.isfinite(fitted.covariance_))
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".csv", ".parquet"])

@@ -317,17 +317,24 @@ def test_every_registered_mechanism_replays_through_release(name, unit):
 # --- the two leaks of issue 58, reintroduced: the replay test fails on each ------------------------------------
 @pytest.fixture
 def old_summation_paths(monkeypatch):
-    """Bug 1 as it was: rows normed by numpy's pairwise sums on one path (arrays without a dropped row) and by the
-    streamed pass's column order on the other, the path chosen by whether a row was dropped."""
+    """Bug 1 as it was: arrays without a dropped row summed by BandSums.add on numpy's pairwise norms, and by the
+    streamed pass's column-order norms once a row was dropped: the path chosen by whether a row was dropped."""
     import dpcov.estimators as estimators
-    import dpcov.mechanisms.problem as problem
+    from dpcov.mechanisms.problem import BandSums, clip_rows
+    one_routine, count_step, dropped = estimators._band_sums, estimators._PrivateFit._step_count, {}
 
-    def pairwise_squares(X, out):
-        out[:] = np.add.reduce(X * X, axis=1)
+    def step_count(self, fit):
+        count_step(self, fit)
+        dropped["any"] = len(fit.rows.drop) > 0
 
-    monkeypatch.setattr(problem, "squares_by_row", pairwise_squares)
-    monkeypatch.setattr(estimators, "_sums_path", lambda rows: estimators._band_sums if rows.kind == "array"
-                        and not len(rows.drop) else estimators._block_band_sums)
+    def two_paths(X, clip, shift, radius):
+        if dropped["any"] or shift is not None:
+            return one_routine(X, clip, shift, radius)
+        X = X if clip is None else clip_rows(X, clip)[0]
+        return BandSums(radius).add(X, norms=np.sqrt(np.add.reduce(X * X, axis=1)))  # numpy's pairwise order
+
+    monkeypatch.setattr(estimators._PrivateFit, "_step_count", step_count)
+    monkeypatch.setattr(estimators, "_band_sums", two_paths)
 
 
 @pytest.fixture
