@@ -106,6 +106,7 @@ class Session:
         self._thread_lock = threading.Lock()
         self.path = None if path is None else Path(path)
         self.id = uuid.uuid4().hex  # in memory; a file's session takes the file's id
+        self._seen: set[str] = set()  # the release ids this object has read or written: the file must keep them
         if self.path is not None:
             if self.path.is_dir():
                 raise ValueError(f"session path {self.path} is a directory, not a session file")
@@ -121,8 +122,8 @@ class Session:
                         raise FileExistsError(f"session file {self.path} exists: resume it (leave new= unset) or "
                                               f"choose another path for a new ledger")
                     data = _parse(self.path, self.path.read_bytes())
-                    if data["id"] is None:  # a version 1 file: its id from now on
-                        data.update(id=self.id, version=VERSION)
+                    if data["id"] is None:  # a version 1 file: its id from now on (its sums as they were written)
+                        data.update(id=self.id, version=VERSION, filled_by_version_1=True)
                         self._write(data)
                     self.id = data["id"]
                     self._check_matches(data)
@@ -178,14 +179,20 @@ class Session:
 
         def add(releases: list[dict]) -> None:
             spent = self._spent_of(releases)
+            where = f" ({self.path})" if self.path is not None else ""
             if _passes(_exact_sum([entry] + releases, self.notion), self._limit):
                 left = self._as_budget(tuple(lim - s for lim, s in zip(self._limit, spent)))
-                where = f" ({self.path})" if self.path is not None else ""
                 raise BudgetExceeded(
                     f"{what}: charging {budget} would exceed the session's total {self.total}{where}: "
                     f"{'nothing is left' if left is None else f'{left} is left'} "
                     f"(spent {self._as_budget(spent) or 'nothing'} over "
                     f"{len(releases)} release{'s' * (len(releases) != 1)}); nothing was charged")
+            for k, total in _unit_sums(releases + [entry], self.notion).items():  # the total bounds every unit
+                if _passes(total, self._limit):
+                    raise BudgetExceeded(
+                        f"{what}: charging {budget} would take the guarantee for {_unit_name(k)} past the session's "
+                        f"total {self.total}{where} (group privacy converts the releases of other units); nothing "
+                        f"was charged")
             releases.append(entry)
 
         self._update(add)
@@ -249,14 +256,8 @@ class Session:
         budget (it drops each person's rows beyond its own k, so it protects a person whatever their rows), and a row
         its group cost over 2 persons (a row added to a person changes that person: the old removed, the new
         added)."""
-        releases = self._releases()
-        units = sorted({_unit_rows(entry) for entry in releases}, key=lambda k: (k is not None, k or 0))
-        out = {}
-        for k in units:
-            costs = [_cost(_for_unit(entry, k), self.notion) for entry in releases]
-            total = tuple(sum(c[i] for c in costs) for i in range(len(self._limit)))
-            out["row" if k is None else f"person (<= {k} rows)"] = self._as_budget(total)
-        return out
+        return {_unit_name(k): self._as_budget(tuple(float(v) for v in total))
+                for k, total in _unit_sums(self._releases(), self.notion).items()}
 
     def report(self, delta: float = 1e-6) -> str:
         """Human-readable: the total, spent, remaining, the guarantee per unit, both (eps, delta) routes, and the
@@ -275,7 +276,7 @@ class Session:
         budgets = [budget_from_dict(entry["budget"]) for entry in releases]  # one reading of the file
         lines += [f"  as (eps, delta)-DP at delta = {delta:g}:",
                   f"    the whole total      {_together([self.total], self.notion, delta)}   (what the filter "
-                  f"guarantees once all is spent, whatever budgets are chosen)"]
+                  f"guarantees each unit once all is spent, whatever budgets are chosen)"]
         if releases:
             lines += [f"    releases so far      {_together(budgets, self.notion, delta)}   (converted once, "
                       f"together)",
@@ -335,6 +336,7 @@ class Session:
             return self._memory
         data = self._read()  # whole files only (atomic replace): no lock needed to read
         self._check_matches(data)
+        self._seen.update(entry["id"] for entry in data["releases"])
         return data["releases"]
 
     def _update(self, change) -> None:
@@ -351,6 +353,7 @@ class Session:
                 self._check_matches(data)
                 change(data["releases"])
                 self._write(data)
+                self._seen.update(entry["id"] for entry in data["releases"])
 
     @contextmanager
     def _locked(self):
@@ -389,9 +392,14 @@ class Session:
 
     def _check_matches(self, data: dict) -> None:
         if data["id"] != self.id:
-            raise ValueError(f"session file {self.path} holds another session (id {data['id'][:8]}, not this "
-                             f"object's {self.id[:8]}): the file was replaced or started again; refusing to spend "
-                             f"(restore the file, or Session.open the new one)")
+            held = "a ledger without an id (version 1)" if data["id"] is None else f"id {data['id'][:8]}"
+            raise ValueError(f"session file {self.path} holds another session ({held}, not this object's "
+                             f"{self.id[:8]}): the file was replaced or started again; refusing to spend (restore "
+                             f"the file, or Session.open the new one)")
+        missing = self._seen - {entry["id"] for entry in data["releases"]}
+        if missing:  # a ledger only grows: an older copy put back would spend again what was spent
+            raise ValueError(f"session file {self.path} lacks {len(missing)} release(s) this object has seen (restored "
+                             f"from an older copy?); refusing to spend: restore the newest file")
         held = budget_from_dict(data["total"])
         if held != self.total or data["privacy_unit"] != self.privacy_unit:
             raise ValueError(f"session file {self.path} holds a {data['notion']} session of total {held}, "
@@ -433,12 +441,41 @@ def _unit_rows(entry: dict) -> int | None:
     return None if unit["kind"] == "row" else int(unit["rows"])
 
 
-def _for_unit(entry: dict, k: int | None) -> Budget:
-    """What a release costs a unit of ``k`` rows per person (None: a row): ``Session.guarantees``."""
-    budget, own = budget_from_dict(entry["budget"]), _unit_rows(entry)
+def _group_of(entry: dict, k: int | None) -> int:
+    """Over how many of its own units a release's guarantee is taken for a unit of ``k`` rows per person (None: a
+    row): a row-level release for a person of k rows, k (group privacy); a person-level release for a row, 2 (a row
+    added to a person changes that person: the old removed, the new added); else 1 (a person-level release drops each
+    person's rows beyond its own k, so it protects any person)."""
+    own = _unit_rows(entry)
     if own is None:
-        return budget if k is None else group_cost(budget, k)
-    return group_cost(budget, 2) if k is None else budget  # a person's rows beyond its k were dropped: any person
+        return 1 if k is None else k
+    return 2 if k is None else 1
+
+
+def _unit_cost(entry: dict, k: int | None, notion: type) -> tuple:
+    """A release's exact cost in ``notion`` for a unit of ``k`` rows per person: group privacy over ``_group_of``
+    (m^2 rho, m eps, (m eps, m e^((m-1) eps) delta)), never rounded down."""
+    budget, m = budget_from_dict(entry["budget"]), _group_of(entry, k)
+    cost = _exact_cost(budget, notion)
+    if m == 1:
+        return cost
+    if notion is ZCDP:
+        return (cost[0] * m * m,)
+    if notion is PureDP:
+        return (cost[0] * m,)
+    delta = Fraction(group_cost(budget, m).delta) * (1 + Fraction(1, 2**50)) if cost[1] else Fraction(0)
+    return (cost[0] * m, delta)  # the float exp and products are within 2^-50 relative: rounded up
+
+
+def _unit_sums(entries: list[dict], notion: type) -> dict:
+    """{unit k (None: a row): the exact sum of every release's cost for that unit}, for each unit a release names."""
+    units = sorted({_unit_rows(entry) for entry in entries}, key=lambda k: (k is not None, k or 0))
+    return {k: tuple(sum(values) for values in zip(*(_unit_cost(entry, k, notion) for entry in entries)))
+            for k in units}
+
+
+def _unit_name(k: int | None) -> str:
+    return "a row" if k is None else f"a person (<= {k} rows)"
 
 
 def _together(budgets: list[Budget], notion: type, delta: float) -> ApproxDP | None:
@@ -512,7 +549,12 @@ def _parse(path: Path, raw: bytes) -> dict:
         for entry in releases:
             if entry.get("unit", {"kind": "row"}) != {"kind": "row"}:
                 check_rows_per_person(entry["unit"]["rows"])
-        if _passes(_exact_sum(releases, notion), _cost(total, notion)):
+        if data["version"] == 1 or data.get("filled_by_version_1"):  # under the old relative tolerance 1e-9: read
+            # as it was written (a new charge is still compared exactly)
+            if any(float(s) > lim * (1 + _TOLERANCE) for s, lim in zip(_exact_sum(releases, notion),
+                                                                       _cost(total, notion))):
+                raise ValueError(f"its releases spend more than its total {total}")
+        elif _passes(_exact_sum(releases, notion), _cost(total, notion)):
             raise ValueError(f"its releases spend more than its total {total}")
     except (KeyError, TypeError, ValueError) as err:
         raise refuse(f"{type(err).__name__}: {err}") from None

@@ -405,18 +405,49 @@ def test_a_version_1_file_gets_an_id_when_opened(tmp_path):
     assert data["version"] == 2 and data["id"] == session.id and Session.open(path).spent == ZCDP(0.5)
 
 
-def test_each_release_records_its_unit_and_the_report_states_each_units_guarantee():
-    session = Session(ZCDP(1.0))
+def test_each_release_records_its_unit_and_the_total_bounds_every_units_guarantee():
+    session = Session(ZCDP(4.0))
     session.charge(ZCDP(0.25), "rows")
     session.charge(ZCDP(0.25), "persons", rows_per_person=3)
     assert [r["unit"] for r in session.releases] == [{"kind": "row"}, {"kind": "person", "rows": 3}]
-    guarantees = session.guarantees()
     # a row: 0.25 + the person release over a group of 2 (4 x 0.25); a person of <= 3 rows: 9 x 0.25 + 0.25
-    assert guarantees == {"row": ZCDP(1.25), "person (<= 3 rows)": ZCDP(2.5)}
+    assert session.guarantees() == {"a row": ZCDP(1.25), "a person (<= 3 rows)": ZCDP(2.5)}
     report = session.report()
-    assert "guarantee per unit" in report and "person (<= 3 rows)" in report and "(per person, <= 3 rows)" in report
+    assert "guarantee per unit" in report and "a person (<= 3 rows)" in report and "(per person, <= 3 rows)" in report
+    # 0.25 + 0.25 + 0.2 is far below 4, but a person would pay 2.5 + 9 x 0.2 = 4.3: refused, nothing charged
+    with pytest.raises(BudgetExceeded, match="guarantee for a person \\(<= 3 rows\\) past the session's total"):
+        session.charge(ZCDP(0.2), "more rows")
+    session.charge(ZCDP(0.15), "fewer rows")  # 2.5 + 1.35 = 3.85
+    assert len(session.releases) == 3
     with pytest.raises(ValueError, match="max_rows_per_person must be an integer >= 1"):
         session.charge(ZCDP(0.1), "bad unit", rows_per_person=0)
+
+
+def test_a_restored_older_copy_of_the_file_is_refused(tmp_path):
+    path = tmp_path / "s.json"
+    session = Session(ZCDP(1.0), path=path, new=True)
+    session.charge(ZCDP(0.5), "a")
+    older = path.read_bytes()
+    session.charge(ZCDP(0.4), "b")
+    path.write_bytes(older)  # a backup put back: the same id, one release fewer
+    with pytest.raises(ValueError, match="lacks 1 release\\(s\\) this object has seen"):
+        session.charge(ZCDP(0.4), "c")
+
+
+def test_a_version_1_ledger_filled_within_the_old_tolerance_still_opens_and_a_v1_swap_is_refused(tmp_path):
+    path = tmp_path / "old.json"
+    entries = [{"id": f"{i:032x}", "what": "w", "budget": {"notion": "zcdp", "rho": 0.1}, "time": "t", "steps": []}
+               for i in range(10)]  # ten floats 0.1: 1.0 + 5.6e-17 exactly, within the old 1e-9
+    v1 = {"format": "dpcov-session", "version": 1, "notion": "zcdp", "total": {"notion": "zcdp", "rho": 1.0},
+          "privacy_unit": "add_remove", "created": "then", "releases": entries}
+    path.write_text(json.dumps(v1))
+    session = Session.open(path)
+    assert len(session.releases) == 10
+    with pytest.raises(BudgetExceeded):
+        session.charge(ZCDP(1e-9), "one more")
+    path.write_text(json.dumps(v1))  # a version-1 file put under the bound object
+    with pytest.raises(ValueError, match="a ledger without an id"):
+        session.charge(ZCDP(1e-9), "again")
 
 
 def test_the_session_is_charged_before_any_row_is_checked():
