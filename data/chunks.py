@@ -135,12 +135,12 @@ class Rows:
     workers, the results merged in a tree). ``reduce(fn, combine, *args)`` = combine over blocks of
     fn(block, *args); only those results travel (a d-vector, a d x d sum, a histogram)."""
 
-    def __init__(self, data, columns=None, block_bytes: int = BLOCK_BYTES):
-        self.data, self.columns, self.block_bytes = data, columns, block_bytes
+    def __init__(self, data, columns=None, block_bytes: int = BLOCK_BYTES, name_cells: bool = True):
+        self.data, self.columns, self.block_bytes, self.name_cells = data, columns, block_bytes, name_cells
         if isinstance(data, (str, Path)):
             self.kind = "file"
             self.data = find_file(data)
-            self.names, _ = file_blocks(self.data, columns, block_bytes)
+            self.names, _ = file_blocks(self.data, columns, block_bytes, name_cells=name_cells)
         elif is_dask(data):
             self.kind = "dask"
             self.names = [str(c) for c in (columns if columns is not None else
@@ -192,17 +192,28 @@ class Rows:
 
     drop = np.empty(0, dtype=np.int64)
 
+    def quiet(self) -> "Rows":
+        """These rows, whose reading errors name no cell (a column, not a row or a value): the estimators'."""
+        rows = Rows.__new__(Rows)
+        rows.__dict__.update(self.__dict__)
+        rows.name_cells = False
+        return rows
+
+    def _file_blocks(self):
+        return file_blocks(self.data, self.columns, self.block_bytes, name_cells=self.name_cells)[1]
+
     def reduce(self, fn, combine, *args):
         if len(self.drop):
             return self._reduce_kept(fn, combine, *args)
         if self.kind == "array":
             return fn(self.data, *args)
         if self.kind == "file":
-            return self._reduce_blocks(file_blocks(self.data, self.columns, self.block_bytes)[1], fn, combine,
+            return self._reduce_blocks(self._file_blocks(), fn, combine,
                                        *args)
         import dask
 
-        values = [dask.delayed(_as_float_then)(part, fn, *args) for part in _partitions(self.data, self.columns)]
+        values = [dask.delayed(_as_float_then)(part, fn, self.name_cells, *args)
+                  for part in _partitions(self.data, self.columns)]
         if not values:
             raise ValueError("data must have at least one row and one column, got no partitions")
         try:
@@ -237,7 +248,7 @@ class Rows:
             return self._reduce_blocks((self.data[i:i + step] for i in range(0, len(self.data), step)), fn, combine,
                                        *args)
         if self.kind == "file":
-            return self._reduce_blocks(file_blocks(self.data, self.columns, self.block_bytes)[1], fn, combine,
+            return self._reduce_blocks(self._file_blocks(), fn, combine,
                                        *args)
         import dask
 
@@ -267,5 +278,15 @@ def _kept_then(part, local, offset: int, fn, *args):
     return fn(_kept_block(part, local, offset), *args)
 
 
-def _as_float_then(part, fn, *args):
-    return fn(np.asarray(part, dtype=float), *args)
+def _as_float_then(part, fn, name_cells: bool, *args):
+    return fn(_as_float(part, name_cells), *args)
+
+
+def _as_float(part, name_cells: bool = True) -> np.ndarray:
+    """A partition as floats; ``name_cells=False``: a cell that is no number is an error naming no value."""
+    try:
+        return np.asarray(part, dtype=float)
+    except (ValueError, TypeError):
+        if name_cells:
+            raise
+        raise ValueError("a Dask partition holds a value that is not a number: choose numeric columns") from None

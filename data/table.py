@@ -121,9 +121,11 @@ def named_columns(path: Path, available: list[str], columns) -> list[str]:
 
 
 def select_columns(path: Path, array, frame, columns, first_row: int = 0,
-                   allow_empty: bool = False) -> tuple[np.ndarray, list[str]]:
+                   allow_empty: bool = False, name_cells: bool = True) -> tuple[np.ndarray, list[str]]:
     """The chosen columns as a float matrix and their names (clear errors for every bad choice);
-    ``first_row``: the table's row number of the first row given (a block of a larger table)."""
+    ``first_row``: the table's row number of the first row given (a block of a larger table). ``name_cells=False``
+    (the estimators: an error from the data is an output): a non-numeric cell's error names its column, not its row
+    or value."""
     available = [str(c) for c in frame.columns] if frame is not None else list(range(array.shape[1]))
     chosen = _chosen(path, available, columns)
     if frame is None:
@@ -147,8 +149,8 @@ def select_columns(path: Path, array, frame, columns, first_row: int = 0,
         values[name] = column if pd.api.types.is_numeric_dtype(column) else pd.to_numeric(column, errors="coerce")
         bad = np.flatnonzero(values[name].isna() & column.notna())
         if len(bad):
-            raise ValueError(f"{path}: column {name!r} is not numeric (row {bad[0] + first_row}: "
-                             f"{column.iloc[bad[0]]!r}); "
+            where = f" (row {bad[0] + first_row}: {column.iloc[bad[0]]!r})" if name_cells else ""
+            raise ValueError(f"{path}: column {name!r} is not numeric{where}; "
                              f"choose numeric columns with params.columns=[...]")
     return pd.DataFrame(values).to_numpy(dtype=float), list(frame.columns)
 
@@ -178,14 +180,14 @@ def _npy_rows(path: Path, array: np.memmap):
 
 
 def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES, part: tuple[int, int] | None = None,
-                prefetch: bool = True, as_columns: bool = False) -> tuple[list[str], Iterator]:
+                prefetch: bool = True, as_columns: bool = False, name_cells: bool = True) -> tuple[list[str], Iterator]:
     """(column names, an iterator of row blocks) of a table file: the formats, checks and errors of
     data/table.py (read_table, select_columns), a block at a time; rows numbered across blocks.
     ``part`` = (i, count): only the i-th of count shares of the rows (.npy: row ranges; Parquet: row
     groups), for workers that each read their own share (data/chunks.py dask_sums on a path, ``summed``'s
     threads). ``prefetch``: CSV/Parquet blocks parsed one ahead in a thread (``prefetched``). ``as_columns``:
     each block as the list of its d columns (Parquet's own buffers: no copy; for BandSums.add_columns)
-    instead of m x d rows."""
+    instead of m x d rows. ``name_cells``: as ``select_columns``'s."""
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
         raise ValueError(f"{path}: unsupported format {path.suffix!r}; supported: {', '.join(FORMATS)}")
@@ -201,8 +203,8 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES, part: tuple
         step = block_rows(array.shape[1], block_bytes)
         start, stop = _share(len(array), part)
         rows = _npy_rows(path, array) if array.flags.c_contiguous else (lambda i, j: array[i:j])
-        blocks = (select_columns(path, rows(i, min(i + step, stop)), None, chosen, first_row=i)[0]
-                  for i in range(start, stop, step))
+        blocks = (select_columns(path, rows(i, min(i + step, stop)), None, chosen, first_row=i,
+                                 name_cells=name_cells)[0] for i in range(start, stop, step))
         return names, (list(X.T) for X in blocks) if as_columns else blocks
     if kind == "parquet":
         try:
@@ -247,7 +249,7 @@ def file_blocks(path: Path, columns, block_bytes: int = BLOCK_BYTES, part: tuple
                 block = _numeric_columns(frame, names)
                 if block is None:  # text, nulls, ...: pandas says what is wrong
                     frame = frame.to_pandas() if hasattr(frame, "to_pandas") else frame
-                    X = select_columns(path, None, frame, names, first_row=offset)[0]
+                    X = select_columns(path, None, frame, names, first_row=offset, name_cells=name_cells)[0]
                     block = list(X.T) if as_columns else X
                     offset += len(X)
                 else:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
-from sklearn.utils import check_consistent_length, column_or_1d
+from sklearn.utils import column_or_1d
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcov.data.chunks import Rows, is_dask
@@ -320,7 +320,7 @@ class _PrivateFit:
         """An array (scikit-learn's checks), or ``Rows``: a Dask array or dataframe, or the path of a table
         file (.npy, .csv, .tsv, .parquet: every column), summed a block at a time, never loaded whole."""
         if isinstance(X, Rows) or is_dask(X) or isinstance(X, (str, os.PathLike)):
-            rows = X if isinstance(X, Rows) else Rows(X)
+            rows = (X if isinstance(X, Rows) else Rows(X, name_cells=False)).quiet()
             self.n_features_in_ = rows.d
             return rows
         return validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN: after the charge
@@ -348,7 +348,8 @@ class _PrivateFit:
         check_rows_per_person(self.max_rows_per_person)
         persons = np.asarray(persons)
         if persons.ndim != 1 or len(persons) != rows.n:
-            raise ValueError(f"persons has {persons.shape} identifiers for {rows.n} rows: one per row")
+            raise ValueError(f"persons has {len(persons) if persons.ndim == 1 else persons.shape} identifiers, not one per "
+                             f"row of the data (the error says not how many rows: under add_remove n is private)")
         return persons
 
     def _step_persons(self, fit: _Fit, persons) -> None:
@@ -468,7 +469,7 @@ class _PrivateFit:
           mechanisms that adapt to the rows' norms (``Mechanism.centre_rows``: AdaptiveCov clips the
           centred rows at a private radius, often far inside the declared one).
         """
-        rows = X if isinstance(X, Rows) else Rows(X)
+        rows = (X if isinstance(X, Rows) else Rows(X)).quiet()  # its reading errors name no cell
         check_privacy_unit(self.privacy_unit)
         self._check_static(rows.n if self.privacy_unit == "replace_one" else None, rows.d, components)
         persons = self._checked_persons(persons, rows)
@@ -769,7 +770,8 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         else:
             X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN in X or y: after the charge
             y = np.asarray(column_or_1d(y, warn=True), dtype=np.float64)
-            check_consistent_length(X, y)
+            if len(y) != len(X):  # without the lengths: under add_remove n is private
+                raise ValueError("X and y have different numbers of rows: one target per row")
             rows, d = np.column_stack([X, y]), X.shape[1]
         self.covariance_, centre, _, n = self._private_covariance(rows, persons=persons)  # n: the public count
         sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]

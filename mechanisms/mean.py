@@ -56,20 +56,24 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
     else:
         accountant.spend(budget, "mean (centring)")
         pure = isinstance(budget, PureDP)  # l1 <= sqrt(d) l2 for the Laplace draw
-        noisy = _step("laplace" if pure else "gaussian", "mean (centring)", mean,
-                      _idealized_noisy_mean(mean, l2, d, budget, rng), sensitivity=l2 * math.sqrt(d) if pure else l2,
-                      norm="l1" if pure else "l2", budget=str(budget), shape=np.shape(mean))
+        noisy, scale = _idealized_noisy_mean(mean, l2, d, budget, rng)
+        noisy = _step("laplace" if pure else "gaussian", "mean (centring)", mean, noisy,
+                      sensitivity=l2 * math.sqrt(d) if pure else l2, norm="l1" if pure else "l2", scale=scale,
+                      shape=np.shape(mean))
     norm = float(np.linalg.norm(noisy))
     return noisy if norm <= radius else noisy * (radius / norm)
 
 
-def _idealized_noisy_mean(mean: np.ndarray, l2: float, d: int, budget, rng: np.random.Generator) -> np.ndarray:
+def _idealized_noisy_mean(mean: np.ndarray, l2: float, d: int, budget,
+                          rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """(the mean plus float noise, the noise's scale: the Gaussian's sd or the Laplace's b)."""
     if isinstance(budget, ZCDP):
-        noisy = mean + l2 / math.sqrt(2 * budget.rho) * rng.standard_normal(d)
-    elif isinstance(budget, PureDP):
-        noisy = mean + rng.laplace(scale=l2 * math.sqrt(d) / budget.eps, size=d)
-    elif isinstance(budget, ApproxDP):
-        noisy = mean + analytic_gaussian_sigma(l2, budget) * rng.standard_normal(d)
-    else:
-        raise TypeError(f"budget must be ZCDP, PureDP or ApproxDP, got {budget!r}")
-    return noisy
+        scale = l2 / math.sqrt(2 * budget.rho)
+        return mean + scale * rng.standard_normal(d), scale
+    if isinstance(budget, PureDP):
+        scale = l2 * math.sqrt(d) / budget.eps
+        return mean + rng.laplace(scale=scale, size=d), scale
+    if isinstance(budget, ApproxDP):
+        scale = analytic_gaussian_sigma(l2, budget)
+        return mean + scale * rng.standard_normal(d), scale
+    raise TypeError(f"budget must be ZCDP, PureDP or ApproxDP, got {budget!r}")

@@ -212,7 +212,11 @@ def ldp_threshold(problem: CovProblem, accountant: Accountant, rng: np.random.Ge
         else:
             budget = accountant.spend(accountant.total, "each user's noisy x x^T (analytic Gaussian)")
             sd_user = analytic_gaussian_sigma(math.sqrt(2) * problem.radius**2, budget)
-        noisy = problem.sigma + ldp_noise_mean(problem.n, problem.d, sd_user, rng, per_user)
+        # the transcript: Sigma moves by sqrt(2) r^2 / n; the n users' noise averages to sd_user / sqrt(n)
+        noisy = _step("gaussian", "each user's noisy x x^T (idealized)", upper_of(problem.sigma),
+                      problem.sigma + ldp_noise_mean(problem.n, problem.d, sd_user, rng, per_user),
+                      sensitivity=math.sqrt(2) * problem.radius**2 / problem.n, norm="l2",
+                      scale=sd_user / math.sqrt(problem.n), shape=problem.sigma.shape)
     level = threshold_level(problem.n, problem.d, sd_user / math.sqrt(problem.n), gamma)
     return threshold_and_project(noisy, level)
 
@@ -294,7 +298,10 @@ def _ldp_central_equivalent(problem: CovProblem, accountant: Accountant, rng: np
         how = noise.Hardening("discrete Gaussian", grid, l2, how.rounding, how.float_error, sigma * grid)
         draws = noise.discrete_gaussian(sigma, upper.size, rng)
         kept.append(how)
-        return noise._released(noise.on_grid(upper, grid, r**2), draws, grid), how
+        released = _step("gaussian", "the users' reports' central equivalent", upper,
+                         noise._released(noise.on_grid(upper, grid, r**2), draws, grid), sensitivity=l2, norm="l2",
+                         slack=how.float_error, grid=grid, sigma=sigma, bound=r**2, shape=upper.shape)
+        return released, how
 
     what = "noisy covariance, the central model's equivalent of the users' reports (the rows are not held)" + \
         (" (as published: claimed, not DP here)" if calibration == "as_written" else "")

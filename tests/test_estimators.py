@@ -426,3 +426,28 @@ def test_numeric_extremes_get_a_right_answer_or_a_clear_error():
     with pytest.raises(ValueError, match="below what hardened noise"):
         dpcov.PrivateCovariance(budget=dpcov.PureDP(1e-30), radius=1.0, centering="private",
                                 privacy_unit="add_remove")._check_static(None, 4)
+
+
+def test_reading_errors_of_a_fit_name_no_cell_and_no_row_count(tmp_path):
+    """A non-numeric cell of a CSV file, a Dask dataframe's text column, persons or y of the wrong length: the
+    estimators' errors name the column or say what is wrong, never a cell's value, its row or n (issue 58); the data
+    layer itself still numbers the cell for the experiment suite."""
+    da = pytest.importorskip("dask.dataframe")
+    X = np.random.default_rng(0).standard_normal((300, 2)) / 4
+    frame = pd.DataFrame(X, columns=["a", "b"]).astype(object)
+    frame.loc[250, "b"] = "secret-value-42"
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    common = dict(budget=dpcov.ZCDP(0.5), radius=1.0, centering="assume_centered", random_state=0)
+    for data in (str(tmp_path / "bad.csv"), da.from_pandas(frame, npartitions=2)):
+        with pytest.raises(ValueError) as refused:
+            dpcov.PrivateCovariance(**common).fit(data)
+        assert "secret" not in str(refused.value) and "250" not in str(refused.value), str(refused.value)
+    with pytest.raises(ValueError, match="column 'b' is not numeric \\(row 250: 'secret-value-42'\\)"):
+        from dpcov.data.table import table_data
+        table_data(tmp_path / "bad.csv", None, "none", 5.0)
+    with pytest.raises(ValueError, match="persons has 3 identifiers, not one per row") as refused:
+        dpcov.PrivateCovariance(max_rows_per_person=1, **common).fit(X, persons=[1, 2, 3])
+    assert "300" not in str(refused.value)
+    with pytest.raises(ValueError, match="X and y have different numbers of rows") as refused:
+        dpcov.PrivateRidge(**common).fit(X[:, :1], X[:-1, 1])
+    assert "300" not in str(refused.value) and "299" not in str(refused.value)

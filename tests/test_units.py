@@ -181,7 +181,7 @@ def test_persons_fit_is_private_for_the_person_and_never_releases_identifiers():
     ({"privacy_unit": "add-remove"}, {}, "privacy_unit must be 'add_remove'"),
     ({"count_share": 0.0}, {}, "count_share must lie in"),
     ({"max_rows_per_person": 0}, {"persons": np.arange(100)}, "max_rows_per_person must be an integer >= 1"),
-    ({"max_rows_per_person": 2}, {"persons": np.arange(99)}, "identifiers for 100 rows"),
+    ({"max_rows_per_person": 2}, {"persons": np.arange(99)}, "99 identifiers, not one per row"),
     ({}, {"persons": np.arange(100)}, "persons= needs max_rows_per_person"),
     ({"max_rows_per_person": 2, "privacy_unit": "replace_one"}, {"persons": np.arange(100)}, "protects 'add_remove'"),
     ({"max_rows_per_person": 2}, {}, "needs persons="),
