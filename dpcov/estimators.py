@@ -92,11 +92,13 @@ def _norm_histogram(X: np.ndarray) -> np.ndarray:
 
 
 def _bad_rows(X: np.ndarray, limit: float) -> np.ndarray:
-    """[rows holding NaN or inf, finite rows of norm > limit] of a block, from the rows' norms alone (no copy of X:
-    row_norms gives NaN or inf exactly for a row holding one, a finite norm for every finite row)."""
+    """[rows holding NaN or inf, finite rows of norm > limit, then the finite rows' norm histogram] of a block, from
+    the rows' norms alone (no copy of X: row_norms gives NaN or inf exactly for a row holding one, a finite norm for
+    every finite row). The histogram serves radius='private' when no row is dropped: one pass fewer."""
     norms = row_norms(X)
     finite = np.isfinite(norms)
-    return np.array([int(len(norms) - finite.sum()), int((norms[finite] > limit).sum())])
+    return np.concatenate([[int(len(norms) - finite.sum()), int((norms[finite] > limit).sum())],
+                           norm_histogram(norms[finite])])
 
 
 def _clipped(X: np.ndarray, clip: float | None) -> np.ndarray:
@@ -143,6 +145,7 @@ class _Fit:
     radius: float | None = None  # the released rows' ball (grows by the mean's norm where rows are centred)
     clip: float | None = None  # the radius rows are clipped to (a public radius, or the released bound)
     histogram: np.ndarray | None = None  # the padded rows' norm histogram: the bound's and the median's query
+    histogram_of_all: np.ndarray | None = None  # every row's norm histogram (the check's pass)
     typical: float | None = None  # the released median norm over the radius (auto; None: not released)
     centre: np.ndarray | None = None
     shift: np.ndarray | None = None
@@ -376,8 +379,9 @@ class _PrivateFit:
 
     def _padded_histogram(self, fit: _Fit) -> np.ndarray:
         """The norms' histogram of the rows padded to the public count (zero rows: the last cell)."""
-        if fit.histogram is None:
-            histogram = fit.rows.reduce(_norm_histogram, np.add).copy()
+        if fit.histogram is None:  # every row's, counted by the check, unless rows were dropped since (the same counts)
+            histogram = fit.histogram_of_all.copy() if not len(fit.rows.drop) else \
+                fit.rows.reduce(_norm_histogram, np.add).copy()
             histogram[-1] += fit.n - fit.rows.n  # >= 0: at most n rows are left
             fit.histogram = histogram
         return fit.histogram
@@ -389,7 +393,8 @@ class _PrivateFit:
         public radius whatever the check found (clipping leaves a row inside the ball as it is): a row within
         rounding of the sphere, norm in (r, r (1 + 1e-12)], is clipped onto it, never kept outside."""
         limit = np.inf if self.radius == "private" else float(self.radius) * (1 + 1e-12)
-        not_finite, outside = fit.rows.reduce(_bad_rows, np.add, limit)
+        not_finite, outside, *histogram = fit.rows.reduce(_bad_rows, np.add, limit)
+        fit.histogram_of_all = np.array(histogram)
         if not_finite:
             raise ValueError(f"data contains NaN or inf in {not_finite} row{'s' if not_finite > 1 else ''}: drop or "
                              f"impute them before the fit (the error names no row: it is an output too)")
