@@ -32,7 +32,6 @@ import argparse
 import contextlib
 import datetime
 import hashlib
-import importlib.util
 import json
 import math
 import platform
@@ -44,6 +43,18 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+import dpcov
+import dpcov.estimators as est_module
+import dpcov.mechanisms
+import dpcov.mechanisms.adaptive as adaptive
+from dpcov.mechanisms.problem import BandSums
+from dpcov.mechanisms.units import COUNT_SHARE, count_noise
+
+try:  # the code after issue 58's fix; the old code (95e4815) has no transcript
+    from dpcov.mechanisms.transcript import Transcript
+except ImportError:
+    Transcript = None
 
 # --- the measured cases (public facts only; printed with the results) ---------------------------------------------
 CASES = {
@@ -66,7 +77,6 @@ SEEDS = {"full": {"2": 150, "3": 3000, "4": 150, "5": 20}, "quick": {"2": 20, "3
 
 
 def make_budget(spec):
-    import dpcov
     kind, *args = spec
     return {"approx": dpcov.ApproxDP, "zcdp": dpcov.ZCDP, "pure": dpcov.PureDP}[kind](*args)
 
@@ -79,7 +89,7 @@ def sphere_rows(n: int, d: int, norm: float, seed: int) -> np.ndarray:
 
 
 def has_transcript() -> bool:
-    return importlib.util.find_spec("dpcov.mechanisms.transcript") is not None
+    return Transcript is not None
 
 
 @contextlib.contextmanager
@@ -87,8 +97,6 @@ def observed(count: int | None):
     """Holds the released count at ``count`` (None: drawn) and records PrivRadius's m0 (r~ = r 2^-m0) of the fit
     run inside: seen["m0"] (the wrapped private_radius_exponent's returns), and on the new code seen["tape_m0"]
     (from the transcript) and seen["count_out"] (the count step's outputs)."""
-    import dpcov.estimators as est_module
-    import dpcov.mechanisms.adaptive as adaptive
     seen = {"m0": [], "count_drawn": []}
     original_radius = adaptive.private_radius_exponent
 
@@ -100,7 +108,6 @@ def observed(count: int | None):
     adaptive.private_radius_exponent = radius_exponent
     try:
         if has_transcript():
-            from dpcov.mechanisms.transcript import Transcript
             with Transcript(force={} if count is None else {"count": int(count)}) as tape:
                 yield seen
             seen["tape_m0"] = [int(s.output) - 1 for s in tape.steps if s.kind == "svt" and s.what == "PrivRadius: SVT"]
@@ -126,7 +133,6 @@ def observed(count: int | None):
 def fit_radius(data_key, seeds, count, budget_spec, mechanism, persons_k=None):
     """One worker's share: per seed, (m0, count_, mechanism_) of a fit of the dataset ``data_key`` with the count
     held at ``count`` (None: drawn)."""
-    import dpcov
     from threadpoolctl import threadpool_limits
     X, persons = dataset(*data_key)
     out = []
@@ -193,7 +199,6 @@ def noise_pmf(kind: str, scale: float, zs) -> list[float]:
 
 # --- the five measurements -----------------------------------------------------------------------------------------
 def item1():
-    from dpcov.mechanisms.problem import BandSums
     c = CASES["1"]
     X = sphere_rows(c["n"], c["d"], c["norm"], c["data_seed"])
     by_add = BandSums(c["radius"]).add(X).counts
@@ -223,8 +228,6 @@ def item2(jobs, n_seeds):
 
 
 def item3(jobs, n_seeds):
-    import dpcov
-    from dpcov.mechanisms.units import COUNT_SHARE, count_noise
     c = CASES["3"]
     n, d = c["n"], c["d"]
     budget = make_budget(c["budget"])
@@ -278,7 +281,6 @@ def item4_case(c, jobs, n_seeds):
         cell["log ratio lower95"] = math.log(low_d / high_dp) if low_d > 0 else -math.inf
         out[label] = cell
     # the radius step's eps per row (the ledger), and what group privacy over k rows allows it per person
-    import dpcov
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         X, ids = dataset("persons D", n, d, c["data_seed"], k)
@@ -292,7 +294,6 @@ def item4_case(c, jobs, n_seeds):
 
 
 def item5(n_seeds):
-    import dpcov
     from threadpoolctl import threadpool_limits
     c = CASES["5"]
     n, d = c["n"], c["d"]
@@ -331,8 +332,6 @@ def histogram(values) -> dict:
 
 # --- provenance and printing ---------------------------------------------------------------------------------------
 def provenance() -> dict:
-    import dpcov
-    import dpcov.mechanisms
     root = Path(dpcov.__file__).resolve().parent.parent
 
     def git(*args):
