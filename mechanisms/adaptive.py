@@ -9,7 +9,7 @@ import numpy as np
 from . import laplace, noise
 from .gaussian import covariance_float_error, gauss_noisy, gaussian_sigma, separate_noisy, separate_terms
 from .predictions import Bound, Facts
-from .privacy import PureDP, ZCDP, Accountant
+from .privacy import PureDP, ZCDP, Accountant, eps_within
 from .problem import CovProblem
 from .spectral import Spectral
 from .transcript import released as _step
@@ -155,7 +155,7 @@ PAPER_SPLIT = {"radius": 1 / 8, "trace": 1 / 8, "svt": 1 / 4}  # the rest goes t
 def svt_eps(budget) -> float:
     """The eps of an eps-DP step that costs ``budget``: eps^2/2 = rho under zCDP, eps under eps-DP and
     (eps, delta)-DP (a pure step meets both)."""
-    return math.sqrt(2 * budget.rho) if isinstance(budget, ZCDP) else budget.eps
+    return eps_within(budget.rho) if isinstance(budget, ZCDP) else budget.eps
 
 
 def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,

@@ -19,7 +19,7 @@ from .bingham import DEFAULT_MAX_PROPOSALS, sample_bingham_eigen
 from .conditioned import complement_basis, householder_compression, sample_projection_chain, sample_subtract_chain
 from .gaussian import gaussian_sigma
 from .secular import compress_values, compress_vectors, rank_one_values, rank_one_vectors, sorted_values
-from .privacy import PureDP, ZCDP, Accountant
+from .privacy import PureDP, ZCDP, Accountant, eps_within
 from .predictions import Bound, Facts
 from .problem import CovProblem
 from .spectral import Spectral
@@ -321,7 +321,7 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
     step = total.scaled(0.5 / k)
     for i in range(k):
         accountant.spend(step, f"eigenvector {i + 1} (exponential mechanism, {charge})")
-    eta = math.sqrt(2 * step.rho) * (1.0 if charge == "bounded_range" else 0.5)
+    eta = eps_within(step.rho) * (1.0 if charge == "bounded_range" else 0.5)  # eta^2/2 <= rho_i exactly
     thetas = sample_eigenvectors(C, np.full(k, eta), rng, eigen=problem.unit_gram_eigh,
                                  max_proposals=max_proposals, steps=k)
     return _release(values[:k], thetas, back)

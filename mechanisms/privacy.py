@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Union
 
 _TOLERANCE = 1e-9  # relative slack for floating-point sums of sub-budgets
@@ -103,6 +104,15 @@ Budget = Union[ZCDP, PureDP, ApproxDP]
 NOTIONS = {"zcdp": ZCDP, "pure": PureDP, "approx": ApproxDP}
 
 
+def eps_within(rho: float) -> float:
+    """The largest float eps with eps^2 / 2 <= rho exactly: an eps-DP step that a rho-zCDP budget pays for (eps-DP
+    implies eps^2/2-zCDP), its square root rounded down where rounding to nearest would overspend by an ulp."""
+    eps = math.sqrt(2 * rho)
+    while Fraction(eps) ** 2 > 2 * Fraction(rho):
+        eps = math.nextafter(eps, 0.0)
+    return eps
+
+
 def budget_guaranteeing(target: Budget, notion: type) -> Budget:
     """The largest budget of ``notion`` whose guarantee implies ``target``.
 
@@ -112,7 +122,7 @@ def budget_guaranteeing(target: Budget, notion: type) -> Budget:
     if isinstance(target, notion):
         return target
     if notion is PureDP and isinstance(target, ZCDP):
-        return PureDP(math.sqrt(2 * target.rho))
+        return PureDP(eps_within(target.rho))
     if notion is PureDP and isinstance(target, ApproxDP):
         return PureDP(target.eps)
     if notion is ZCDP and isinstance(target, ApproxDP):

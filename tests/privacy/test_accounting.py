@@ -95,3 +95,23 @@ def test_analytic_gaussian_sigma_is_on_the_safe_side(eps, sensitivity):
         assert ours >= theirs, (eps, delta, sensitivity, ours / theirs - 1)
         assert ours <= theirs * (1 + 1e-7), "calibration needlessly loose"
         assert gaussian_delta(ours, sensitivity, eps) <= delta, (eps, delta, sensitivity)
+
+
+def test_an_eps_dp_step_under_zcdp_never_costs_more_than_its_rho_exactly():
+    """eps-DP costs eps^2/2 zCDP: the eps a rho buys is rounded down where rounding to nearest would pass rho by an
+    ulp (issue 58: no slack in a privacy comparison), and is otherwise the nearest float."""
+    import math
+    from fractions import Fraction
+
+    import numpy as np
+
+    from dpcov.mechanisms.adaptive import svt_eps
+    from dpcov.mechanisms.privacy import PureDP, ZCDP, budget_guaranteeing, eps_within
+    rhos = np.random.default_rng(0).uniform(1e-6, 10, 2000).tolist() + [0.25, 0.5, 1.0, 0.125]
+    passed_by_nearest = 0
+    for rho in rhos:
+        eps = eps_within(rho)
+        assert Fraction(eps) ** 2 / 2 <= Fraction(rho) and Fraction(math.nextafter(eps, 1e9)) ** 2 / 2 > Fraction(rho)
+        assert budget_guaranteeing(ZCDP(rho), PureDP).eps == eps == svt_eps(ZCDP(rho))
+        passed_by_nearest += Fraction(math.sqrt(2 * rho)) ** 2 / 2 > Fraction(rho)
+    assert passed_by_nearest > 100  # the rounding this guards against is common
