@@ -189,6 +189,11 @@ class Event:
         column = s[:, self.statistic] if s.ndim == 2 else s
         return int(np.sum(self.sign * column > self.sign * self.threshold))
 
+    def counts(self, s0: np.ndarray, s1: np.ndarray) -> tuple[int, int]:
+        """(runs in the event on the numerator dataset, on the other): s0 from D, s1 from D'."""
+        first, second = (s1, s0) if self.swap else (s0, s1)
+        return self.count(first), self.count(second)
+
 
 def _counts_above(sorted_s: np.ndarray, t: np.ndarray, sign: int) -> np.ndarray:
     if sign > 0:
@@ -245,9 +250,14 @@ class Bound:
 
 def confirm(event: Event, s0: np.ndarray, s1: np.ndarray, claim: Claim, level: float) -> Bound:
     """The bound of a fixed event on fresh runs (s0 from D, s1 from D'), each probability at ``level``."""
-    first, second = (s1, s0) if event.swap else (s0, s1)
-    k1, k0 = event.count(first), event.count(second)
-    n1, n0 = len(first), len(second)
+    k1, k0 = event.counts(s0, s1)
+    n1, n0 = (len(s1), len(s0)) if event.swap else (len(s0), len(s1))
+    return confirm_counts(event, k1, n1, k0, n0, claim, level)
+
+
+def confirm_counts(event: Event, k1: int, n1: int, k0: int, n0: int, claim: Claim, level: float) -> Bound:
+    """The bound of a fixed event from its counts on fresh runs: k1 of n1 on the numerator dataset, k0 of n0 on
+    the other (``confirm``'s, or counts added up over rounds of runs)."""
     value = float(np.atleast_1d(claim.bound(k1, n1, k0, n0, level))[0])
     return Bound(value if np.isfinite(value) else 0.0, event, (k1, k0, min(n1, n0)))
 

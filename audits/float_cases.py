@@ -10,7 +10,9 @@ forgotten sqrt(2), the l2 sensitivity for Laplace noise, rho used as eps, the ex
 release, r instead of r^2, a wrong functional form of the budget (invisible at rho = 0.5 or eps = 1), the radius
 read from the data, noise calibrated for the mean added to the sum, the composition over entries forgotten, a
 Gaussian claimed pure DP, a budget split charged once. ``averaged_noise`` looks like a mistake and is not (the
-audit passed it on paper, which is how it was found out; its docstring says why).
+audit passed it on paper, which is how it was found out; its docstring says why). ``over_noised`` adds thirty times
+the noise it needs: its float leak is thirty times rarer, found only when the precision stage confirms a one-sided
+event in rounds (issue 58).
 """
 from __future__ import annotations
 
@@ -50,6 +52,17 @@ def gauss(problem, accountant, rng):
 def laplace(problem, accountant, rng):
     eps = accountant.spend(accountant.total, "noisy covariance").eps
     return problem.sigma + _symmetric(problem.d, lambda shape: rng.laplace(0.0, _laplace_scale(problem, eps), shape))
+
+
+@register_mechanism(notion=ZCDP, label="GaussCov (30x the noise, plain numpy)")
+def over_noised(problem, accountant, rng):
+    """GaussCov with thirty times the noise it needs: private at its claim on paper (more noise than the analysis
+    asks for). Its low bits leak as GaussCov's do, on thirty times fewer releases: the precision stage's event (entry
+    0 of zeros(n=3) within r^2/8 of 0, off the grid that 1/3 + noise lies on) holds on ~0.45 % of D's releases at
+    0.5-zCDP and on none of D''s: 64/14381 against 0/14381 bounds rho >= 0.14 only. The event is one-sided, so the
+    stage confirms it in rounds until the bound exceeds the claim (audits.blackbox.ONE_SIDED_SHARE)."""
+    rho = accountant.spend(accountant.total, "noisy covariance").rho
+    return problem.sigma + _symmetric(problem.d, lambda shape: rng.normal(0.0, 30 * _gauss_sd(problem, rho), shape))
 
 
 # --- one calibration mistake each (exit status 1) ------------------------------------------------------------------
@@ -174,6 +187,6 @@ def split_charged_once(problem, accountant, rng):
     return (vectors * values) @ vectors.T
 
 
-CORRECT = ("gauss", "laplace", "averaged_noise")
+CORRECT = ("gauss", "laplace", "averaged_noise", "over_noised")
 MISTAKES = ("forgot_sqrt2", "laplace_l2", "rho_as_eps", "trace_repaired", "radius_not_squared", "rho_form", "eps_form",
             "data_radius", "noise_on_sum", "per_entry_eps", "gauss_as_pure", "split_charged_once")

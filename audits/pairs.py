@@ -21,6 +21,11 @@ auditing"):
   or norm-banded steps, AdaptiveCov's).
 - ``dense``: every entry of Sigma >= 1/4 (thresholding keeps all of them).
 - ``random``: rows uniform in the ball, the replaced row random on the sphere.
+- ``band_edge``: rows on a dyadic band edge r 2^-m (random unit directions times r 2^-m, whose computed norms
+  scatter by ulps around the edge), the last one computed at or below the edge on D, above it on D' (stresses the
+  code that puts a row in a norm band: two routines that round differently disagree there; issue 58).
+- ``band_fill``: rows of norms 0.2 r to 0.45 r in random directions, one replaced by a row of norm 0.9 r: D' fills
+  the band (r/2, r] that is empty on D (a band's count, clipping level or norm bound read from the data moves).
 
 Add/remove neighbours (``ADD_REMOVE_FAMILIES``, privacy unit "add_remove": a row's presence, not only its content,
 is protected; GUIDE.md section 9, issue 54): D has n rows and D' is D plus one row (``remove=True``: D' is D minus
@@ -36,6 +41,8 @@ one-sided construction is tested as it is written). n is then not public, and a 
   eigenvector goes from any direction to e1).
 - ``add_threshold``: rows on a clipping threshold r 2^-m, plus one row on the sphere.
 - ``add_random``: rows uniform in the ball, plus one random row on the sphere.
+- ``add_band_edge``: rows on a dyadic band edge r 2^-m (as ``band_edge``), plus one whose computed norm is just above
+  it; ``add_band_fill``: rows of norms 0.2 r to 0.45 r, plus one of norm 0.9 r (the band (r/2, r] filled).
 
 Every family takes n, d, the radius r (the declared bound: a mechanism that forgets r^2 shows at r != 1)
 and a rotation angle of the (e1, e2) plane (splits a change between eigenvalues and eigenvectors).
@@ -43,8 +50,8 @@ and a rotation angle of the (e1, e2) plane (splits a change between eigenvalues 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -53,9 +60,11 @@ from dpcov.mechanisms.problem import CovProblem
 from dpcov.mechanisms.spectral import as_matrix
 
 FAMILIES = ("swap_values", "tie", "swap_vectors", "grow", "scale", "new_direction", "l1", "sphere", "zeros",
-            "threshold", "dense", "random")
+            "threshold", "dense", "random", "band_edge", "band_fill")
 ADD_REMOVE_FAMILIES = ("add_zeros", "add_unit", "add_sphere", "add_direction", "add_values", "add_tie",
-                       "add_threshold", "add_random")
+                       "add_threshold", "add_random", "add_band_edge", "add_band_fill")
+SEEDED = ("random", "add_random", "band_edge", "add_band_edge", "band_fill", "add_band_fill")  # rows drawn from seed
+EDGED = ("threshold", "add_threshold", "band_edge", "add_band_edge")  # rows at r 2^-m
 UNITS = ("replace_one", "add_remove")
 
 
@@ -67,6 +76,39 @@ def unit_of(family: str) -> str:
     if family in ADD_REMOVE_FAMILIES:
         return "add_remove"
     raise ValueError(f"unknown neighbour family {family!r}; known: {', '.join(FAMILIES + ADD_REMOVE_FAMILIES)}")
+
+
+def _directions(rng: np.random.Generator, count: int, d: int) -> np.ndarray:
+    """``count`` random unit directions (rows)."""
+    G = rng.standard_normal((count, d))
+    return G / np.linalg.norm(G, axis=1, keepdims=True)
+
+
+def _computed_norms(X: np.ndarray) -> np.ndarray:
+    """Row norms as the problem's band routine computes them: squares added in column order, then sqrt
+    (mechanisms/banded.py squares_by_row)."""
+    squares = np.zeros(len(X))
+    for k in range(X.shape[1]):
+        squares += X[:, k] * X[:, k]
+    return np.sqrt(squares)
+
+
+def _edge_rows(rng: np.random.Generator, count: int, d: int, edge: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(``count`` rows edge * a random direction, one more whose computed norm is at most ``edge``, one whose
+    computed norm is above it): the rows' norms scatter by ulps on both sides of the edge."""
+    X = _directions(rng, count, d) * edge
+    below = above = None
+    while below is None or above is None:
+        pool = _directions(rng, 64, d) * edge
+        norms = _computed_norms(pool)
+        below = pool[np.argmax(norms <= edge)] if below is None and np.any(norms <= edge) else below
+        above = pool[np.argmax(norms > edge)] if above is None and np.any(norms > edge) else above
+    return X, below, above
+
+
+def _spread_rows(rng: np.random.Generator, count: int, d: int) -> np.ndarray:
+    """``count`` rows in random directions with norms uniform in [0.2, 0.45]: the band (1/2, 1] empty."""
+    return _directions(rng, count, d) * rng.uniform(0.2, 0.45, size=(count, 1))
 
 
 def _added_rows(family: str, n: int, d: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,6 +146,12 @@ def _added_rows(family: str, n: int, d: int, m: int, seed: int) -> tuple[np.ndar
         X *= (rng.uniform(size=(n, 1)) ** (1 / d)) / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
         new = rng.standard_normal(d)
         return X, new / np.linalg.norm(new)
+    if family == "add_band_edge":
+        X, _, above = _edge_rows(np.random.default_rng(seed), n, d, 2.0 ** -m)
+        return X, above
+    if family == "add_band_fill":
+        rng = np.random.default_rng(seed)
+        return _spread_rows(rng, n, d), 0.9 * _directions(rng, 1, d)[0]
     raise ValueError(f"unknown add/remove neighbour family {family!r}; known: {', '.join(ADD_REMOVE_FAMILIES)}")
 
 
@@ -163,6 +211,12 @@ def _rows(family: str, n: int, d: int, m: int, seed: int) -> tuple[np.ndarray, n
         X *= (rng.uniform(size=(n - 1, 1)) ** (1 / d)) / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
         last, new = rng.standard_normal(d), rng.standard_normal(d)
         return X, last / np.linalg.norm(last), new / np.linalg.norm(new)
+    if family == "band_edge":
+        return _edge_rows(np.random.default_rng(seed), n - 1, d, 2.0 ** -m)
+    if family == "band_fill":
+        rng = np.random.default_rng(seed)
+        X = _spread_rows(rng, n, d)
+        return X[:-1], X[-1], 0.9 * _directions(rng, 1, d)[0]
     raise ValueError(f"unknown neighbour family {family!r}; known: {', '.join(FAMILIES)}")
 
 
@@ -175,8 +229,8 @@ class PairSpec:
     d: int = 2
     radius: float = 1.0
     angle: float = 0.0  # rotation of the (e1, e2) plane
-    m: int = 1  # threshold family: rows at r 2^-m
-    seed: int = 0  # random family
+    m: int = 1  # threshold and band_edge families: rows at r 2^-m
+    seed: int = 0  # random and band families (SEEDED)
     remove: bool = False  # add/remove families: D has n + 1 rows and D' is D minus its last row
 
     def __post_init__(self):
@@ -195,9 +249,8 @@ class PairSpec:
     def describe(self) -> str:
         extras = [f"r={self.radius:g}"] if self.radius != 1 else []
         extras += [f"rotated {math.degrees(self.angle):.1f} deg"] if self.angle else []
-        extras += [f"tau=r/2^{self.m}"] if self.family == "threshold" else []
-        extras += [f"tau=r/2^{self.m}"] if self.family == "add_threshold" else []
-        extras += [f"seed={self.seed}"] if self.family in ("random", "add_random") else []
+        extras += [f"{'edge' if 'band' in self.family else 'tau'}=r/2^{self.m}"] if self.family in EDGED else []
+        extras += [f"seed={self.seed}"] if self.family in SEEDED else []
         if self.unit == "add_remove":
             extras.append(f"{self.n + 1} -> {self.n} rows" if self.remove else f"{self.n} -> {self.n + 1} rows")
         return f"{self.family}(n={self.n}, d={self.d}{''.join(', ' + x for x in extras)})"
@@ -335,6 +388,38 @@ def precision_statistic_name(j: int, width: int) -> str:
     entry, kind = j % (width // 3), j // (width // 3)
     return ["largest power of two dividing entry {}", "largest power of two dividing entry {} within r^2/8 of 0",
             "trailing zero bits of entry {}'s mantissa"][kind].format(entry)
+
+
+FEATURED_FIELDS = ("values", "vectors", "weights")  # the numbers of a Spectral or RidgeRelease (``quantize``)
+
+
+def transcript(estimate, accountant) -> str:
+    """Everything a release publishes besides the numbers that ``features`` reads, as one text: every ledger line
+    (its text and its budget's repr), how the release ended (``accountant.released``: "ok" or a fallback's reason)
+    and the output's kind (its type, and a dataclass output's other fields: a RidgeRelease's, or a Spectral's when
+    ``release`` returns it factored). A private mechanism's transcript depends on the data through its noise only; a
+    text that one dataset's releases give and the other's never do is an event of probability 0 on one side
+    (issue 58)."""
+    lines = [_ledger_line(what, budget) for what, budget in accountant.ledger]
+    lines.append(f"released: {accountant.released}")
+    if isinstance(estimate, np.ndarray):
+        lines.append(_array_kind(estimate.dtype, estimate.shape))
+    else:
+        extra = [f"{f.name}={getattr(estimate, f.name)!r}" for f in fields(estimate)
+                 if f.name not in FEATURED_FIELDS] if is_dataclass(estimate) else []
+        lines.append(f"output: {type(estimate).__name__}" + "".join(f" {x}" for x in extra))
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=4096)
+def _ledger_line(what: str, budget) -> str:
+    """A ledger line's text (formatted once per distinct line: the audit writes millions of transcripts)."""
+    return f"ledger: {what} | {budget!r}"
+
+
+@lru_cache(maxsize=256)
+def _array_kind(dtype: np.dtype, shape: tuple) -> str:
+    return f"output: ndarray {dtype} {shape}"
 
 
 def features(reference: Reference, outs: np.ndarray, entries: bool) -> np.ndarray:

@@ -9,18 +9,20 @@ NAME: a registered mechanism, a configured line of the audit registry (e.g. g16,
 plug-in ('package.module:function', its directory on PYTHONPATH). The mechanism is only ever run through
 ``mechanisms.registry.release``. The audit (audits/blackbox.py) searches neighbouring datasets, trains
 a classifier to tell their releases apart, chooses the event and the point of the claim's privacy
-profile on selection runs and confirms it on fresh runs. It prints the worst pair, the event and the
-lower bound against the claim. The confidence (1 - alpha) covers the whole search: a mechanism that meets its
-claim is flagged at most at rate alpha.
+profile on selection runs and confirms it on fresh runs. Events see the whole transcript: the released numbers and
+the exact text of every ledger line, the fallback reason and the output's kind (a text one dataset gives and the
+other never does is flagged). It prints the worst pair, the event and the lower bound against the claim. The
+confidence (1 - alpha) covers the whole search: a mechanism that meets its claim is flagged at most at rate alpha.
 
 Two verdicts. A mechanism that claims to be private as executed (a plug-in that does not declare
 ``idealized=True``, a built-in with numerics "hardened") is audited twice in one run: as executed (its releases'
 low bits, a precision stage on a dyadic/non-dyadic pair: float noise on a float statistic leaks there) and on
 paper (its calibration: the search, on releases with the low bits rounded away). A finding in one does not end
-the other; the time budget is split (the low bits at most 15 %, the calibration the rest) and one alpha covers
-both. The report ends with one line per verdict; a mechanism declared idealized gets the one on paper. Exit
-status: 0 both hold; 1 the calibration exceeds its claim (whatever the low bits say); 3 only the low bits leak;
-2 a bad name or option.
+the other; the time budget is split (the low bits 15 %, the calibration the rest; when the low bits' event is
+one-sided -- seen on one dataset, never on the other -- they take up to half, confirming it in rounds until its bound
+exceeds the claim) and one alpha covers both. The report ends with one line per verdict; a mechanism declared
+idealized gets the one on paper. Exit status: 0 both hold; 1 the calibration exceeds its claim (whatever the low
+bits say); 3 only the low bits leak; 2 a bad name or option.
 
 --gaussian: the mechanism is a post-processed Gaussian mechanism, audited against its exact mu-GDP
 profile (more power; registered Gaussian lines use it by default). --runs N fixes the runs per dataset
