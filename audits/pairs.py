@@ -21,8 +21,8 @@ auditing"):
   or norm-banded steps, AdaptiveCov's).
 - ``dense``: every entry of Sigma >= 1/4 (thresholding keeps all of them).
 - ``random``: rows uniform in the ball, the replaced row random on the sphere.
-- ``band_edge``: rows on a dyadic band edge r 2^-m (random unit directions times r 2^-m, whose computed norms
-  scatter by ulps around the edge), the last one computed at or below the edge on D, above it on D' (stresses the
+- ``band_edge``: rows on a dyadic band edge r 2^-m (random unit directions times r 2^-m, half of them computed at or
+  below the edge and half above it), the last one computed at or below the edge on D, above it on D' (stresses the
   code that puts a row in a norm band: two routines that round differently disagree there; issue 58).
 - ``band_fill``: rows of norms 0.2 r to 0.45 r in random directions, one replaced by a row of norm 0.9 r: D' fills
   the band (r/2, r] that is empty on D (a band's count, clipping level or norm bound read from the data moves).
@@ -94,16 +94,17 @@ def _computed_norms(X: np.ndarray) -> np.ndarray:
 
 
 def _edge_rows(rng: np.random.Generator, count: int, d: int, edge: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(``count`` rows edge * a random direction, one more whose computed norm is at most ``edge``, one whose
-    computed norm is above it): the rows' norms scatter by ulps on both sides of the edge."""
-    X = _directions(rng, count, d) * edge
-    below = above = None
-    while below is None or above is None:
-        pool = _directions(rng, 64, d) * edge
+    """(``count`` rows edge * a random direction, half of them with a computed norm at most ``edge`` and half above
+    it, one more at most ``edge``, one more above it): directions times the edge land mostly below it (about 1 % of
+    computed norms above), so each side is drawn from its own pool."""
+    below, above, wanted = [], [], count // 2 + 1
+    while len(below) < count - count // 2 + 1 or len(above) < wanted:
+        pool = _directions(rng, 4096, d) * edge
         norms = _computed_norms(pool)
-        below = pool[np.argmax(norms <= edge)] if below is None and np.any(norms <= edge) else below
-        above = pool[np.argmax(norms > edge)] if above is None and np.any(norms > edge) else above
-    return X, below, above
+        below.extend(pool[norms <= edge][:count])
+        above.extend(pool[norms > edge][:count])
+    X = np.array(below[:count - count // 2] + above[:count // 2]).reshape(count, d)
+    return X[rng.permutation(count)], below[count - count // 2], above[count // 2]
 
 
 def _spread_rows(rng: np.random.Generator, count: int, d: int) -> np.ndarray:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -68,6 +69,19 @@ def hardenable(mechanism) -> bool:
     ``numerics``, or it draws no noise at all (the zero matrix)."""
     return "numerics" in mechanism.option_names() or mechanism.name == "zero"
 TASKS = {"PrivateCovariance": "covariance", "PrivatePCA": "pca", "PrivateRidge": "ridge"}
+
+
+@contextmanager
+def _no_cell_in_errors():
+    """Conversion errors of the data without the value that failed (numpy's "could not convert string to float:
+    'Paris'" prints it): an error from the data is an output too."""
+    try:
+        yield
+    except ValueError as err:
+        if "could not convert" not in str(err) and "not a number" not in str(err):
+            raise
+        raise ValueError("the data hold a value that is not a number: choose numeric columns (the error names no "
+                         "value)") from None
 
 
 def _generator(random_state, numerics: str = "idealized") -> np.random.Generator:
@@ -326,7 +340,8 @@ class _PrivateFit:
             rows = (X if isinstance(X, Rows) else Rows(X, name_cells=False)).quiet()
             self.n_features_in_ = rows.d
             return rows
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN: after the charge
+        with _no_cell_in_errors():
+            return validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN: after the charge
 
     def _spent_before_release(self, typical_released: bool = False) -> float:
         return (self.count_share if self.privacy_unit == "add_remove" else 0.0) + \
@@ -773,8 +788,9 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
             rows = Rows(da.concatenate([X, y.reshape(-1, 1)], axis=1))
             self.n_features_in_ = d = rows.d - 1
         else:
-            X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN in X or y: after the charge
-            y = np.asarray(column_or_1d(y, warn=True), dtype=np.float64)
+            with _no_cell_in_errors():
+                X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)  # NaN in X or y: after the charge
+                y = np.asarray(column_or_1d(y, warn=True), dtype=np.float64)
             if len(y) != len(X):  # without the lengths: under add_remove n is private
                 raise ValueError("X and y have different numbers of rows: one target per row")
             rows, d = np.column_stack([X, y]), X.shape[1]

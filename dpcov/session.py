@@ -250,14 +250,16 @@ class Session:
         return _basic([budget_from_dict(entry["budget"]) for entry in self._releases()], delta)
 
     def guarantees(self) -> dict:
-        """What the releases so far guarantee per privacy unit, in the session's notion: {"row": budget,
-        "person (<= k rows)": budget, ...} for each unit a release named. A row-level release costs a person with
+        """What the releases so far guarantee per privacy unit, in the session's notion: {"a row": budget,
+        "a person (<= k rows)": budget, ...}: a row's always, and each person unit a release named. The filter holds the
+        total for each unit a release names: person-level releases alone may leave a row's guarantee above the total
+        (stated here), and a row-level release is then refused. A row-level release costs a person with
         at most k rows its group-privacy cost (``units.group_cost``); a person-level release costs any person its own
         budget (it drops each person's rows beyond its own k, so it protects a person whatever their rows), and a row
         its group cost over 2 persons (a row added to a person changes that person: the old removed, the new
         added)."""
         return {_unit_name(k): self._as_budget(tuple(float(v) for v in total))
-                for k, total in _unit_sums(self._releases(), self.notion).items()}
+                for k, total in _unit_sums(self._releases(), self.notion, row=True).items()}
 
     def report(self, delta: float = 1e-6) -> str:
         """Human-readable: the total, spent, remaining, the guarantee per unit, both (eps, delta) routes, and the
@@ -463,13 +465,18 @@ def _unit_cost(entry: dict, k: int | None, notion: type) -> tuple:
         return (cost[0] * m * m,)
     if notion is PureDP:
         return (cost[0] * m,)
-    delta = Fraction(group_cost(budget, m).delta) * (1 + Fraction(1, 2**50)) if cost[1] else Fraction(0)
+    try:
+        delta = Fraction(group_cost(budget, m).delta) * (1 + Fraction(1, 2**50)) if cost[1] else Fraction(0)
+    except OverflowError:  # e^((m-1) eps) beyond float64: no delta below 1 is left
+        delta = Fraction(1)
     return (cost[0] * m, delta)  # the float exp and products are within 2^-50 relative: rounded up
 
 
-def _unit_sums(entries: list[dict], notion: type) -> dict:
-    """{unit k (None: a row): the exact sum of every release's cost for that unit}, for each unit a release names."""
-    units = sorted({_unit_rows(entry) for entry in entries}, key=lambda k: (k is not None, k or 0))
+def _unit_sums(entries: list[dict], notion: type, row: bool = False) -> dict:
+    """{unit k (None: a row): the exact sum of every release's cost for that unit}, for each unit a release names
+    (``row``: a row's too, named or not)."""
+    units = sorted({_unit_rows(entry) for entry in entries} | ({None} if row and entries else set()),
+                   key=lambda k: (k is not None, k or 0))
     return {k: tuple(sum(values) for values in zip(*(_unit_cost(entry, k, notion) for entry in entries)))
             for k in units}
 

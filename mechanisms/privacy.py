@@ -107,7 +107,7 @@ NOTIONS = {"zcdp": ZCDP, "pure": PureDP, "approx": ApproxDP}
 def eps_within(rho: float) -> float:
     """The largest float eps with eps^2 / 2 <= rho exactly: an eps-DP step that a rho-zCDP budget pays for (eps-DP
     implies eps^2/2-zCDP), its square root rounded down where rounding to nearest would overspend by an ulp."""
-    eps = math.sqrt(2 * rho)
+    eps = math.sqrt(2) * math.sqrt(rho) if rho > 1e300 else math.sqrt(2 * rho)  # 2 rho may overflow
     while Fraction(eps) ** 2 > 2 * Fraction(rho):
         eps = math.nextafter(eps, 0.0)
     return eps

@@ -451,3 +451,14 @@ def test_reading_errors_of_a_fit_name_no_cell_and_no_row_count(tmp_path):
     with pytest.raises(ValueError, match="X and y have different numbers of rows") as refused:
         dpcov.PrivateRidge(**common).fit(X[:, :1], X[:-1, 1])
     assert "300" not in str(refused.value) and "299" not in str(refused.value)
+
+
+def test_a_dataframes_text_cell_is_an_error_naming_no_value():
+    X = pd.DataFrame(np.random.default_rng(0).standard_normal((50, 2)) / 4, columns=["a", "b"]).astype(object)
+    X.loc[3, "b"] = "SECRET123"
+    common = dict(budget=dpcov.ZCDP(1.0), radius=1.0, centering="assume_centered")
+    for fit in (lambda: dpcov.PrivateCovariance(**common).fit(X),
+                lambda: dpcov.PrivateRidge(**common).fit(X[["a"]].astype(float), X["b"])):
+        with pytest.raises(ValueError, match="not a number") as refused:
+            fit()
+        assert "SECRET" not in str(refused.value)

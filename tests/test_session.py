@@ -464,3 +464,16 @@ def test_the_session_is_charged_before_any_row_is_checked():
         with pytest.raises(ValueError, match="NaN or inf in 1 row|rows have norm > radius"):
             fit()
     assert session.spent.rho == pytest.approx(0.9) and len(session.releases) == 3
+
+
+def test_a_rows_guarantee_is_stated_even_when_only_persons_were_released_and_overflow_is_refused():
+    session = Session(ZCDP(1.0))
+    session.charge(ZCDP(0.3), "persons", rows_per_person=2)
+    assert session.guarantees() == {"a row": ZCDP(1.2), "a person (<= 2 rows)": ZCDP(0.3)}  # 4 x 0.3 for a row
+    assert "a row" in session.report()
+    with pytest.raises(BudgetExceeded, match="guarantee for a row"):
+        session.charge(ZCDP(0.01), "rows after persons")
+    approx = Session(ApproxDP(1000.0, 0.5))
+    approx.charge(ApproxDP(10.0, 1e-9), "rows")
+    with pytest.raises(BudgetExceeded, match="a person \\(<= 100 rows\\)"):  # e^(99 x 10) overflows: no delta left
+        approx.charge(PureDP(0.1), "persons of many rows", rows_per_person=100)
