@@ -95,16 +95,20 @@ def _computed_norms(X: np.ndarray) -> np.ndarray:
 
 def _edge_rows(rng: np.random.Generator, count: int, d: int, edge: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(``count`` rows edge * a random direction, half of them with a computed norm at most ``edge`` and half above
-    it, one more at most ``edge``, one more above it): directions times the edge land mostly below it (about 1 % of
-    computed norms above), so each side is drawn from its own pool."""
-    below, above, wanted = [], [], count // 2 + 1
-    while len(below) < count - count // 2 + 1 or len(above) < wanted:
-        pool = _directions(rng, 4096, d) * edge
-        norms = _computed_norms(pool)
-        below.extend(pool[norms <= edge][:count])
-        above.extend(pool[norms > edge][:count])
-    X = np.array(below[:count - count // 2] + above[:count // 2]).reshape(count, d)
-    return X[rng.permutation(count)], below[count - count // 2], above[count // 2]
+    it, one more at most ``edge``, one more above it). Directions times the edge land mostly at or below it (about
+    1 % of computed norms above; none for d = 1): a row is put above by scaling it up an ulp at a time, below by
+    scaling it down, until its computed norm is on its side."""
+    rows = _directions(rng, count + 2, d) * edge
+    up = np.zeros(count + 2, dtype=bool)
+    up[rng.permutation(count)[:count // 2]] = True
+    up[-1] = True
+    for _ in range(64):  # a few ulps at most
+        norms = _computed_norms(rows)
+        wrong = np.flatnonzero(np.where(up, norms <= edge, norms > edge))
+        if not len(wrong):
+            break
+        rows[wrong] *= np.where(up[wrong], 1 + 2.0**-52, 1 - 2.0**-53)[:, None]
+    return rows[:count], rows[count], rows[count + 1]
 
 
 def _spread_rows(rng: np.random.Generator, count: int, d: int) -> np.ndarray:
