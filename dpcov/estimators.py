@@ -105,14 +105,15 @@ def _norm_histogram(X: np.ndarray) -> np.ndarray:
     return norm_histogram(row_norms(X))
 
 
-def _bad_rows(X: np.ndarray, limit: float) -> np.ndarray:
-    """[rows holding NaN or inf, finite rows of norm > limit, then the finite rows' norm histogram] of a block, from
-    the rows' norms alone (no copy of X: row_norms gives NaN or inf exactly for a row holding one, a finite norm for
-    every finite row). The histogram serves radius='private' when no row is dropped: one pass fewer."""
+def _bad_rows(X: np.ndarray, limit: float, histogram: bool) -> np.ndarray:
+    """[rows holding NaN or inf, finite rows of norm > limit, then (``histogram``) the finite rows' norm histogram]
+    of a block, from the rows' norms alone (no copy of X: row_norms gives NaN or inf exactly for a row holding one,
+    a finite norm for every finite row). The histogram serves radius='private' when no row is dropped: one pass
+    fewer."""
     norms = row_norms(X)
     finite = np.isfinite(norms)
-    return np.concatenate([[int(len(norms) - finite.sum()), int((norms[finite] > limit).sum())],
-                           norm_histogram(norms[finite])])
+    counts = [int(len(norms) - finite.sum()), int((norms[finite] > limit).sum())]
+    return np.concatenate([counts, norm_histogram(norms[finite])]) if histogram else np.array(counts)
 
 
 def _clipped(X: np.ndarray, clip: float | None) -> np.ndarray:
@@ -159,7 +160,7 @@ class _Fit:
     radius: float | None = None  # the released rows' ball (grows by the mean's norm where rows are centred)
     clip: float | None = None  # the radius rows are clipped to (a public radius, or the released bound)
     histogram: np.ndarray | None = None  # the padded rows' norm histogram: the bound's and the median's query
-    histogram_of_all: np.ndarray | None = None  # every row's norm histogram (the check's pass)
+    histogram_of_all: np.ndarray | None = None  # every row's norm histogram (the check's pass; radius='private')
     typical: float | None = None  # the released median norm over the radius (auto; None: not released)
     centre: np.ndarray | None = None
     shift: np.ndarray | None = None
@@ -337,7 +338,7 @@ class _PrivateFit:
         """An array (scikit-learn's checks), or ``Rows``: a Dask array or dataframe, or the path of a table
         file (.npy, .csv, .tsv, .parquet: every column), summed a block at a time, never loaded whole."""
         if isinstance(X, Rows) or is_dask(X) or isinstance(X, (str, os.PathLike)):
-            rows = (X if isinstance(X, Rows) else Rows(X, name_cells=False)).quiet()
+            rows = X if isinstance(X, Rows) else Rows(X)  # quiet in the fit (_private_covariance)
             self.n_features_in_ = rows.d
             return rows
         with _no_cell_in_errors():
@@ -366,8 +367,8 @@ class _PrivateFit:
         check_rows_per_person(self.max_rows_per_person)
         persons = np.asarray(persons)
         if persons.ndim != 1 or len(persons) != rows.n:
-            raise ValueError(f"persons has {len(persons) if persons.ndim == 1 else persons.shape} identifiers, not one per "
-                             f"row of the data (the error says not how many rows: under add_remove n is private)")
+            raise ValueError(f"persons has {len(persons) if persons.ndim == 1 else persons.shape} identifiers, not one "
+                             f"per row of the data (the error says not how many rows: under add_remove n is private)")
         return persons
 
     def _step_persons(self, fit: _Fit, persons) -> None:
@@ -395,8 +396,8 @@ class _PrivateFit:
     def _padded_histogram(self, fit: _Fit) -> np.ndarray:
         """The norms' histogram of the rows padded to the public count (zero rows: the last cell)."""
         if fit.histogram is None:  # every row's, counted by the check, unless rows were dropped since (the same counts)
-            histogram = fit.histogram_of_all.copy() if not len(fit.rows.drop) else \
-                fit.rows.reduce(_norm_histogram, np.add).copy()
+            histogram = fit.histogram_of_all.copy() if fit.histogram_of_all is not None and not len(fit.rows.drop) \
+                else fit.rows.reduce(_norm_histogram, np.add).copy()
             histogram[-1] += fit.n - fit.rows.n  # >= 0: at most n rows are left
             fit.histogram = histogram
         return fit.histogram
@@ -407,9 +408,10 @@ class _PrivateFit:
         no value (an error is an output too), and comes after the session was charged. Rows are then clipped to a
         public radius whatever the check found (clipping leaves a row inside the ball as it is): a row within
         rounding of the sphere, norm in (r, r (1 + 1e-12)], is clipped onto it, never kept outside."""
-        limit = np.inf if self.radius == "private" else float(self.radius) * (1 + 1e-12)
-        not_finite, outside, *histogram = fit.rows.reduce(_bad_rows, np.add, limit)
-        fit.histogram_of_all = np.array(histogram)
+        private = self.radius == "private"
+        limit = np.inf if private else float(self.radius) * (1 + 1e-12)
+        not_finite, outside, *histogram = fit.rows.reduce(_bad_rows, np.add, limit, private)
+        fit.histogram_of_all = np.array(histogram) if private else None
         if not_finite:
             raise ValueError(f"data contains NaN or inf in {not_finite} row{'s' if not_finite > 1 else ''}: drop or "
                              f"impute them before the fit (the error names no row: it is an output too)")

@@ -57,10 +57,6 @@ class Transcript:
         _ACTIVE.reset(self._token)
 
 
-def active() -> Transcript | None:
-    return _ACTIVE.get()
-
-
 def released(kind: str, what: str, statistic, output, *, sensitivity: float, norm: str, slack: float = 0.0,
              **public):
     """The output a privatised step returns: its own (``output``), or inside a replaying ``Transcript`` the recorded
