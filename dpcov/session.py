@@ -321,10 +321,7 @@ class Session:
                             f"{type(budget).__name__} release ({budget}); nothing was charged") from None
 
     def _spent_of(self, releases: list[dict]) -> tuple[float, ...]:
-        spent = tuple(0.0 for _ in self._limit)
-        for entry in releases:
-            spent = tuple(s + c for s, c in zip(spent, _cost(budget_from_dict(entry["budget"]), self.notion)))
-        return spent
+        return tuple(float(v) for v in _exact_sum(releases, self.notion))  # the exact sum, rounded once
 
     def _as_budget(self, values: tuple[float, ...]) -> Budget | None:
         if values[0] <= _TOLERANCE * self._limit[0]:
