@@ -29,6 +29,12 @@ print("components_:", np.round(pca.components_, 2).tolist())
 from dpcov import ApproxDP, PrivateCovariance  # (eps, delta): the hardened mean's discrete Gaussian curve (mpmath)
 cov = PrivateCovariance(budget=ApproxDP(1.0, 1e-6), radius=1.0, centering="private", random_state=0).fit(X)
 print(f"PrivateCovariance (eps, delta): mechanism_={cov.mechanism_}, count_={cov.count_}")
+import os, tempfile  # a session file: started only when asked (new=True), then resumed by a second object
+from dpcov import Session
+path = os.path.join(tempfile.mkdtemp(), "visits.dpsession")
+session = Session(ZCDP(1.0), path=path, new=True)
+PrivateCovariance(budget=ZCDP(0.3), radius=1.0, centering="assume_centered", session=session, random_state=0).fit(X)
+print(f"Session: spent {Session.open(path).spent}, guarantees {session.guarantees()}")
 """
 USER_FILES = {name: f"raise ImportError('the user\\'s own {name} was imported')\n"
               for name in ("data.py", "experiments.py", "figures.py", "mechanisms.py", "audits.py", "conf/__init__.py")}
