@@ -127,8 +127,8 @@ def _clipped_sum(X: np.ndarray, clip: float | None) -> np.ndarray:
 def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float) -> BandSums:
     """A block's band sums (an array's rows, a file's block, a Dask partition), by the one-call pass that reads X's
     rows in place and clips them itself when nothing shifts them (BandSums.add_columns): the one routine of every
-    input kind, with or without dropped rows (one band per row whatever the path: issue 58), and the fastest (200000
-    x 200: 0.55 s against 2.4 s by add's BLAS products per band). A finite row whose squares exceed float64 is
+    input kind, with or without dropped rows (one band per row whatever the path: issue 58), and 1.3-2.2x faster than
+    clip_rows then add's BLAS products per band (results/measurements/band_sums.txt). A finite row whose squares exceed float64 is
     clipped by clip_rows first (it norms such a row by scaling it), in the block that holds one."""
     sums = BandSums(radius)
     if shift is not None:
