@@ -58,7 +58,7 @@ from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from dpcov.mechanisms.privacy import ZCDP, ApproxDP, PureDP, budget_guaranteeing
 from dpcov.mechanisms.registry import check_options, get_mechanism, import_plugins, plugin_modules, release
-from dpcov.mechanisms.units import check_privacy_unit
+from dpcov.mechanisms.units import check_privacy_unit, group_cost
 
 from .bounds import Bound, Claim, Event, choose_event, confirm, confirm_counts
 from .pairs import (EDGED, HAND_NAMES, SEEDED, Pair, PairSpec, features, precision_statistic_name, precision_statistics,
@@ -395,7 +395,8 @@ class AuditReport:
         return max(self.findings, key=lambda f: f.bound.value)
 
     def describe(self) -> str:
-        unit = ("add/remove (pairs of n and n + 1 rows, and the replace-one pairs)" if self.privacy_unit == "add_remove"
+        unit = ("add/remove (pairs of n and n + 1 rows; the replace-one pairs at k = 2, a removal and an addition)"
+                if self.privacy_unit == "add_remove"
                 else "replace-one (pairs of equal n)")
         lines = [f"claim: {self.claim.describe()}",
                  f"neighbours: {unit}{'; ' + self.run_as if self.run_as else ''}",
@@ -552,7 +553,7 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
     low_bits_seconds = 0.0
     one_sided_deadline = None if runs is not None else started + seconds * ONE_SIDED_SHARE
     for k, spec in enumerate(precision_pairs):
-        finding = _precision_stage(sampler, claim, alpha / (2 * slots), seconds * LOW_BITS_SHARE / len(precision_pairs),
+        finding = _precision_stage(sampler, _claim_for(claim, spec, unit), alpha / (2 * slots), seconds * LOW_BITS_SHARE / len(precision_pairs),
                                    runs, seed, log, spec, key=10**6 + k, deadline=one_sided_deadline)
         if finding is not None:
             log(("EXCEEDS " if finding.exceeded else "within  ") + finding.describe()
@@ -602,7 +603,7 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
                 f"{len(candidates)} pairs in the time budget (--seconds)")
             candidates = candidates[:max(affordable, confirmations)]
     busy = sampler.busy
-    _screen(sampler, claim, candidates, screen_runs)
+    _screen(sampler, claim, candidates, screen_runs, unit)
     pilot_seconds = 2 * screen_runs * sum(c.cost for c in candidates)
     wall["per_pilot_second"] = (sampler.busy - busy) / max(pilot_seconds, 1e-9)  # measured throughput
     candidates.sort(key=lambda c: -c.estimate)
@@ -615,7 +616,7 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
         more, why = _pilot(sampler, moves, log, first_key=len(specs))
         dropped += why
         if more:
-            _screen(sampler, claim, more, screen_runs)
+            _screen(sampler, claim, more, screen_runs, unit)
             candidates = sorted(candidates + more, key=lambda c: -c.estimate)
     log("screened: " + ", ".join(f"{_short(c.pair)} {c.estimate:.2f}" for c in candidates[:5])
         + f" (estimated loss / claim, in-sample); {time.perf_counter() - started:.0f} s")
@@ -630,7 +631,8 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
         total = runs_for(slot, 1, cand.cost, 400, 2_000_000)
         n_select = runs if runs is not None else total // 2
         n_confirm = runs if runs is not None else total - n_select
-        finding = _select_and_confirm(sampler, claim, cand, n_select, n_confirm, level, seed)
+        finding = _select_and_confirm(sampler, _claim_for(claim, cand.pair, unit), cand, n_select, n_confirm,
+                                      level, seed)
         findings.append(finding)
         log(("EXCEEDS " if finding.exceeded else "within  ") + finding.describe()
             + f" [{time.perf_counter() - started:.0f} s]")
@@ -638,6 +640,16 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
             break
     slots = len(chosen) + len(precision_pairs)
     return report(findings, [(c.pair.describe(), c.estimate) for c in candidates], dropped)
+
+
+def _claim_for(claim: Claim, pair, unit: str) -> Claim:
+    """The claim a pair is audited against: under add/remove, a replace-one pair (equal n) is a removal and an
+    addition, two add/remove steps, so the claim there is group privacy's at k = 2 (4 rho, 2 eps, (2 eps,
+    2 e^eps delta); 2 mu for a Gaussian profile). A native add/remove line needs exactly that (issue 59); a line
+    through the reduction meets the tighter replace-one claim too."""
+    if unit != "add_remove" or getattr(getattr(pair, "spec", pair), "unit", "replace_one") != "replace_one":
+        return claim
+    return Claim.of(group_cost(claim.budget, 2), claim.kind == "gaussian")
 
 
 def _precision_stage(sampler: Sampler, claim: Claim, level: float, share_seconds: float, runs: int | None,
@@ -724,13 +736,15 @@ def _pilot(sampler: Sampler, specs: list, log, first_key: int = 0) -> tuple[list
     return candidates, dropped
 
 
-def _screen(sampler: Sampler, claim: Claim, candidates: list[_Candidate], count: int) -> None:
+def _screen(sampler: Sampler, claim: Claim, candidates: list[_Candidate], count: int,
+            unit: str = "replace_one") -> None:
     requests = [(c.key, c.pair, side, "screen", count) for c in candidates for side in (0, 1)]
     results = sampler.sample(requests)
     for i, c in enumerate(candidates):
         F0, F1 = results[2 * i], results[2 * i + 1]
         c.data = [[F0], [F1]]
-        c.estimate = _estimate(claim, F0, F1, len(sampler.texts.get(c.key, ())))
+        c.estimate = _estimate(_claim_for(claim, c.pair, unit), F0, F1,
+                               len(sampler.texts.get(c.key, ())))
 
 
 def _select_and_confirm(sampler: Sampler, claim: Claim, cand: _Candidate, n_select: int, n_confirm: int,

@@ -45,7 +45,9 @@ from dpcov.mechanisms.noise import check_numerics, is_secure, secure_generator
 from dpcov.mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
-from dpcov.mechanisms.registry import MECHANISMS, check_options, get_mechanism, release
+from dpcov.mechanisms.exact_sums import ExactBandSums, exact_problem
+from dpcov.mechanisms.neighbours import ADD_REMOVE
+from dpcov.mechanisms.registry import MECHANISMS, REDUCTION_ROUTE, check_options, get_mechanism, native_route, release
 from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 from dpcov.mechanisms.units import (COUNT_SHARE, check_count_share, check_privacy_unit, check_rows_per_person,
                                     group_cost, group_privacy_note, person_budget, person_drop, private_count,
@@ -144,6 +146,12 @@ def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radi
     return sums
 
 
+def _exact_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float) -> ExactBandSums:
+    """A block's exact sums (mechanisms/exact_sums.py): the rows clipped, shifted, rounded to their band's grid and
+    added as integers -- the same integers for every input kind, block and order."""
+    return ExactBandSums(radius).add(X, np.inf if clip is None else clip, shift)
+
+
 @dataclass
 class _Fit:
     """What a fit's steps share: the public facts so far and the rows the next step reads. Only a privatised
@@ -166,6 +174,8 @@ class _Fit:
     shift: np.ndarray | None = None
     notes: list = field(default_factory=list)  # ledger lines that spend nothing (group privacy)
     selection: tuple = ()  # generators of the persons' and the count's row selections (units.selection_generators)
+    every_row: Rows | None = None  # add_remove: the rows before the count's resizing, which a native line sums
+    exact: ExactBandSums | None = None  # add_remove, hardened: every row's exact sums (clipped, not shifted)
 
 
 class _PrivateFit:
@@ -387,6 +397,7 @@ class _PrivateFit:
             fit.n = fit.rows.n
             return
         n = private_count(fit.rows.n, fit.budget.scaled(self.count_share), fit.accountant, fit.rng)
+        fit.every_row = fit.rows
         candidates = np.setdiff1d(np.arange(fit.rows.n + len(fit.rows.drop)), fit.rows.drop, assume_unique=True)
         extra = resized_drop(candidates, n, fit.selection[1], total=fit.rows.n + len(fit.rows.drop))
         if len(extra):
@@ -468,9 +479,18 @@ class _PrivateFit:
         fit.centre = np.zeros(fit.d)
         if self.centering != "private":
             return
-        total = fit.rows.reduce(_clipped_sum, np.add, fit.clip)
-        fit.centre = private_mean_of(total, fit.n, fit.radius, fit.budget.scaled(self.mean_share), fit.accountant,
-                                     fit.rng, self.numerics)
+        budget = fit.budget.scaled(self.mean_share)
+        if self.privacy_unit == "replace_one":
+            total = fit.rows.reduce(_clipped_sum, np.add, fit.clip)
+            fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics)
+        elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can)
+            fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius)
+            fit.centre = private_mean_of(None, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
+                                         exact_problem(fit.exact, fit.n).neighbours, fit.exact.mean(0, fit.n))
+        else:  # add/remove: every row's sum / ñ at sensitivity r/ñ
+            total = fit.every_row.reduce(_clipped_sum, np.add, fit.clip)
+            fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
+                                         ADD_REMOVE)
         if _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows:
             fit.shift, fit.radius = fit.centre, fit.radius + float(np.linalg.norm(fit.centre))
 
@@ -526,8 +546,19 @@ class _PrivateFit:
         top_k = _draws_top_k(mechanism, components)
         clip = fit.clip
         cov_budget = fit.budget.scaled(1 - self._spent_before_release(typical_released=fit.typical is not None))
-        sums = fit.rows.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius)
-        problem = sums.problem(n_public=fit.n)
+        native = self.privacy_unit == "add_remove" and mechanism.native
+        if not native:  # replace-one, or add/remove by the reduction: the rows resized to the public count
+            problem = fit.rows.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
+            route = "" if self.privacy_unit == "replace_one" else f" [{REDUCTION_ROUTE}]"
+        elif self.numerics == "hardened":  # every row, exact sums (mechanisms/exact_sums.py), / the released count
+            sums = fit.exact if fit.exact is not None and fit.shift is None else \
+                fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip, fit.shift, fit.radius)
+            problem = exact_problem(sums, fit.n)
+        else:  # every row, float sums / the released count (mechanisms/neighbours.py)
+            problem = fit.every_row.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(
+                n_public=fit.n, native=True)
+        if native:
+            route = f" [{native_route(mechanism, problem)}]"
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
                    **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {}),
                    **(dict([mechanism.own_radius]) if self.radius == "private" and mechanism.own_radius else {})}
@@ -536,7 +567,7 @@ class _PrivateFit:
         spectral_release, clamp_release = spectral and not second_moment, clamp and not second_moment
         estimate, inner = release(mechanism.name, problem, cov_budget, rng, options=options,
                                   spectral=spectral_release, clamp=clamp_release)
-        ledger = [(f"covariance: {what}{' (idealized numerics)' if idealized_release else ''}", b)
+        ledger = [(f"covariance: {what}{' (idealized numerics)' if idealized_release else ''}{route}", b)
                   for what, b in inner.ledger]
         # a PCA whose auto choice stopped early with nothing released (spent a part, not none: the zero matrix spends
         # nothing). Not for a covariance or a ridge: there the zero matrix is an estimate (error ||Sigma||_F; ridge then
@@ -580,7 +611,8 @@ class _PrivateFit:
         (the zero release stands; PrivatePCA warns)."""
         for name, _ in self.advice_.ranking:
             mechanism = get_mechanism(name)
-            if mechanism.fn is failed.fn or (self.numerics == "hardened" and not hardenable(mechanism)):
+            if mechanism.fn is failed.fn or (self.numerics == "hardened" and not hardenable(mechanism)) or \
+                    (problem.neighbours.add_remove and not mechanism.native):  # every row summed: native lines only
                 continue
             try:
                 budget_guaranteeing(remaining, mechanism.notion)

@@ -7,9 +7,11 @@ from typing import Callable
 import numpy as np
 
 from . import laplace, noise
-from .gaussian import covariance_float_error, gauss_noisy, gaussian_sigma, separate_noisy, separate_terms
+from .gaussian import (covariance_float_error, gauss_at, gauss_noisy, gaussian_sigma, separate_at, separate_noisy,
+                       separate_terms)
 from .predictions import Bound, Facts
 from .privacy import PureDP, ZCDP, Accountant, eps_within
+from .neighbours import REPLACE_ONE
 from .problem import CovProblem
 from .spectral import Spectral
 from .transcript import released as _step
@@ -198,6 +200,11 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
         else (gauss_noise, separate_noise)
     n, d = problem.n, problem.d
     halvings = min(d * n, MAX_HALVINGS)
+    # the noise predictions (Dong §5.2) are replace-one's; at the add/remove sensitivity the covariance's noise is
+    # smaller by the sensitivities' ratio, which these public predictions read as a larger count
+    ratio = problem.neighbours.covariance_l1(1.0, 1, d) / REPLACE_ONE.covariance_l1(1.0, 1, d) if pure else \
+        problem.neighbours.covariance_l2(1.0, 1) / REPLACE_ONE.covariance_l2(1.0, 1)
+    n_noise = n / ratio
 
     # Step 1: r~ = PrivRadius(X, sqrt(rho)/2, beta/8, 2^-2dn) -- or the declared radius.
     if radius == "private":
@@ -212,8 +219,11 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     # Steps 2-4: X~ = Clip(X, r~); a private upper bound on tr(X~) (sensitivity r~^2 / n).
     clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
     if numerics == "hardened":
+        trace_error = None
+        if problem.exact is not None:  # add/remove: the exact sums' trace, its error public (mechanisms/exact_sums.py)
+            clipped_trace, trace_error = problem.exact.trace(m0, n)
         noisy_trace = _hardened_trace(clipped_trace, r_tilde, n, d, total.scaled(split["trace"]), beta, accountant,
-                                      rng)
+                                      rng, trace_error, problem.neighbours.scale)
     elif pure:  # Laplace mechanism and its one-sided tail: P(Lap(b) > b log(4/beta)) = beta/8
         trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         b = r_tilde**2 / (n * trace_budget.eps)
@@ -230,38 +240,54 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     exponents, counts = problem.clipped_counts(m0)
     upper2 = np.ldexp(problem.radius, -exponents) ** 2  # band upper edges, squared
 
+    exact_counts = problem.exact is not None and numerics == "hardened"
+
     def diff(idx):
         m = m0 + idx
         tau = np.ldexp(problem.radius, -m)
-        clipped = exponents[None, :] < m[:, None]
-        bias = (clipped * counts * (upper2[None, :] - (tau**2)[:, None])).sum(axis=1) / n
-        predicted = np.minimum(predict_gauss(tau, n, d, cov_budget, beta / 2),
-                               separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2))
+        if exact_counts:  # add/remove: n bias / r~^2 = sum_j count_j (4^(m0-j) - 4^(m0-m)) exactly, clipped to the
+            # SVT's public bound before one rounding (the row count summed is private: no float error may grow with it)
+            bias = np.array([_exact_bias(exponents, counts, m0, int(level), bound) for level in m]) * r_tilde**2 / n
+        else:
+            clipped = exponents[None, :] < m[:, None]
+            bias = (clipped * counts * (upper2[None, :] - (tau**2)[:, None])).sum(axis=1) / n
+        predicted = np.minimum(predict_gauss(tau, n_noise, d, cov_budget, beta / 2),
+                               separate_noise_factor * predict_separate(trace_hat, tau, n_noise, d, cov_budget,
+                                                                        beta / 2))
         return n * (bias - predicted) / r_tilde**2  # sensitivity 1 (Bias has sensitivity r~^2 / n)
 
     # hardened: |Diff| <= n + its public noise term at tau = r~ (the largest); computed within
     # diff_float_error of the exact query
     hardening = {}
     if numerics == "hardened":
-        bound = n * (1 + _largest_noise(predict_gauss, predict_separate, separate_noise_factor, trace_hat, r_tilde, n,
+        bound = n * (1 + _largest_noise(predict_gauss, predict_separate, separate_noise_factor, trace_hat, r_tilde,
+                                        n_noise,
                                         d, cov_budget, beta) / r_tilde**2)
         # the bias sums at most `halvings` non-zero terms (bands r~ 2^-j, j < m0 + halvings): a public count, never
         # the number of non-empty bands (a fact of the data: issue 58)
-        hardening = {"bound": bound, "float_error": diff_float_error(halvings, n, bound)}
+        hardening = {"bound": bound, "float_error": 8 * noise.UNIT_ROUNDOFF * bound if exact_counts else
+                     diff_float_error(halvings, n, bound)}
     k = above_threshold(diff, halvings, 0.0, svt_eps(total.scaled(split["svt"])),
                         accountant, rng, "AdaptiveCov: SVT", numerics=numerics, **hardening)
     # Step 6: tau~ = min(2^(t~+1), r~) = r~ 2^-max(k-2, 0), the last tau before the crossing.
     m = m0 + max(k - 2, 0)
     tau = problem.tau(m)
     # Steps 7-10: the better predicted mechanism on Clip(X, tau~), at the remaining budget.
-    moment = problem.clipped_sigma(m)
-    eigenvalues = problem.eigenvalues if m == 0 else None
-    if separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2) >= \
-            predict_gauss(tau, n, d, cov_budget, beta / 2):
-        release_plain = laplace.lap_noisy if pure else gauss_noisy
-        return release_plain(moment, tau, n, cov_budget, accountant, rng, numerics)
-    release_separate = laplace.separate_lap_noisy if pure else separate_noisy
-    return release_separate(moment, eigenvalues, tau, n, cov_budget, accountant, rng, numerics)
+    if separate_noise_factor * predict_separate(trace_hat, tau, n_noise, d, cov_budget, beta / 2) >= \
+            predict_gauss(tau, n_noise, d, cov_budget, beta / 2):
+        release_plain = laplace.lap_at if pure else gauss_at
+        return release_plain(problem, m, cov_budget, accountant, rng, numerics)
+    release_separate = laplace.separate_lap_at if pure else separate_at
+    return release_separate(problem, m, cov_budget, accountant, rng, numerics)
+
+
+def _exact_bias(exponents: np.ndarray, counts: np.ndarray, m0: int, m: int, bound: float) -> float:
+    """n Bias(tau = r 2^-m) / r~^2 (r~ = r 2^-m0) from the integer counts of the bands above tau, exactly (Fraction),
+    clipped to [0, bound] and then rounded once."""
+    from fractions import Fraction
+    total = sum((int(c) * (Fraction(4) ** (m0 - int(j)) - Fraction(4) ** (m0 - m))
+                 for j, c in zip(exponents.tolist(), counts.tolist()) if j < m), Fraction(0))
+    return float(min(max(total, Fraction(0)), Fraction(bound)))
 
 
 def _largest_noise(predict_gauss, predict_separate, factor: float, trace_hat: float, r_tilde: float, n: int, d: int,
@@ -283,13 +309,16 @@ def diff_float_error(bands: int, n: int, bound: float) -> float:
 
 
 def _hardened_trace(clipped_trace: float, r_tilde: float, n: int, d: int, budget, beta: float,
-                    accountant: Accountant, rng: np.random.Generator) -> float:
+                    accountant: Accountant, rng: np.random.Generator, error: float | None = None,
+                    scale: float = 1.0) -> float:
     """Steps 3-4 hardened: tr(X~) (sensitivity r~^2 / n, within [0, r~^2]) on a grid plus discrete Gaussian
     (zCDP) or discrete Laplace (eps-DP) noise, plus the same one-sided tail as the float steps. The tail sets
     only the bound's confidence (utility, not privacy); at 2^40 grid steps the discrete noise's tails are the
     continuous ones' to a relative 2^-40."""
-    sensitivity = r_tilde**2 / n
-    error = d * covariance_float_error(r_tilde, n, d) + noise.sum_error_bound(d, r_tilde**2, ops_per_term=0)
+    sensitivity = (scale * r_tilde) ** 2 / n  # replace-one and add/remove alike (a row's ||x||^2 <= r~^2; ``scale``:
+    # a rounded row's, mechanisms/exact_sums.py)
+    if error is None:  # n float-summed rows (replace-one); add/remove passes the exact sums' public error
+        error = d * covariance_float_error(r_tilde, n, d) + noise.sum_error_bound(d, r_tilde**2, ops_per_term=0)
     if isinstance(budget, PureDP):
         noisy, how = noise.laplace_release(np.array([clipped_trace]), l1_sensitivity=sensitivity, eps=budget.eps,
                                            bound=r_tilde**2, float_error=error, rng=rng)

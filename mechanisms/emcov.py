@@ -243,9 +243,10 @@ def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
     k = check_components(components, d)
     eps0 = accountant.spend(total.scaled(0.5), "eigenvalues (Laplace)" + claimed).eps
     exact = problem.eigenvalues * (problem.n / problem.radius**2)
-    scale = (1 if published else 2) / eps0
+    l1 = problem.neighbours.eigenvalues_l1(1.0, 1)  # 2 (replace-one); 1 under add/remove (neighbours.py)
+    scale = (1 if published else l1) / eps0
     values = _step("laplace", "eigenvalues (Laplace)", exact, exact + rng.laplace(scale=scale, size=d),
-                   sensitivity=2.0, norm="l1", scale=scale)
+                   sensitivity=l1, norm="l1", scale=scale)
     if published:  # the public code sorts the noisy eigenvalues and clips them to [0, n]
         values = np.clip(np.sort(values)[::-1], 0.0, problem.n)
     if split == "uniform":
@@ -257,7 +258,7 @@ def amin_pure(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
     for i in range(k):
         if eps[i] > 0:
             accountant.spend(PureDP(eps[i]), f"eigenvector {i + 1} (exponential mechanism){claimed}")
-    etas = 2 * eps if published else eps / 4
+    etas = 2 * eps if published else eps / 4 * problem.neighbours.exponent_factor()  # x2: one-sided (add/remove)
     thetas = sample_eigenvectors(C, etas, rng, subtract=values if variant == "subtract" else None,
                                  eigen=problem.unit_gram_eigh, max_proposals=max_proposals, steps=k)
     return _release(values[:k], thetas, back, orthonormal=variant == "project")
@@ -315,13 +316,15 @@ def emcov_zcdp(problem: CovProblem, accountant: Accountant, rng: np.random.Gener
         return _release(values[:k], thetas, back)
     half = accountant.spend(total.scaled(0.5), "eigenvalues (Gaussian)")
     exact = problem.eigenvalues * (problem.n / problem.radius**2)
-    scale = gaussian_sigma(math.sqrt(2), half)
+    l2 = problem.neighbours.eigenvalues_l2(1.0, 1)  # sqrt(2) (Lemma 10); 1 under add/remove (neighbours.py)
+    scale = gaussian_sigma(l2, half)
     values = _step("gaussian", "eigenvalues (Gaussian)", exact, exact + scale * rng.standard_normal(d),
-                   sensitivity=math.sqrt(2), norm="l2", scale=scale)
+                   sensitivity=l2, norm="l2", scale=scale)
     step = total.scaled(0.5 / k)
     for i in range(k):
         accountant.spend(step, f"eigenvector {i + 1} (exponential mechanism, {charge})")
-    eta = eps_within(step.rho) * (1.0 if charge == "bounded_range" else 0.5)  # eta^2/2 <= rho_i exactly
+    # eta^2/2 <= rho_i exactly; x2 under add/remove: the one-sided score halves the privacy loss's range
+    eta = eps_within(step.rho) * (1.0 if charge == "bounded_range" else 0.5) * problem.neighbours.exponent_factor()
     thetas = sample_eigenvectors(C, np.full(k, eta), rng, eigen=problem.unit_gram_eigh,
                                  max_proposals=max_proposals, steps=k)
     return _release(values[:k], thetas, back)

@@ -9,6 +9,8 @@ import numpy as np
 from . import noise
 from .privacy import ZCDP, Accountant
 from .predictions import Bound, Facts, Prediction, gaussian_noise
+from .exact_sums import eigenvalues_back
+from .neighbours import REPLACE_ONE, Neighbours
 from .problem import CovProblem
 from .spectral import Spectral
 from .transcript import released as _step
@@ -49,25 +51,57 @@ def mirrored_upper(draws: np.ndarray) -> np.ndarray:
 
 
 def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
-                accountant: Accountant, rng: np.random.Generator, numerics: str = "idealized") -> np.ndarray:
+                accountant: Accountant, rng: np.random.Generator, numerics: str = "idealized",
+                neighbours: Neighbours = REPLACE_ONE, float_error: float | None = None) -> np.ndarray:
     """Sigma + SGW noise for rows of norm <= row_bound.
 
-    The upper triangle of Sigma = X^T X / n has l2-sensitivity sqrt(2) row_bound^2 / n, so the
-    noise scale is row_bound^2 / (sqrt(rho) n) (Dong §3.1: 1 / (sqrt(rho) n) for the unit ball).
-    numerics="hardened": the upper triangle on a 2^k grid plus discrete Gaussian noise (``hardened_upper``).
+    The upper triangle of Sigma = X^T X / n has l2-sensitivity sqrt(2) row_bound^2 / n under replace-one, so the
+    noise scale is row_bound^2 / (sqrt(rho) n) (Dong §3.1: 1 / (sqrt(rho) n) for the unit ball); row_bound^2 / n
+    under add/remove (``neighbours``: mechanisms/neighbours.py; n the released count).
+    numerics="hardened": the upper triangle on a 2^k grid plus discrete Gaussian noise (``hardened_upper``);
+    ``float_error``: Sigma's per-entry float error (default ``covariance_float_error`` of n float-summed rows).
     """
-    l2 = math.sqrt(2) * row_bound**2 / n
+    l2 = neighbours.covariance_l2(row_bound, n)
     if numerics == "hardened":
         return hardened_upper(sigma, row_bound, n, accountant, "GaussCov: noisy covariance", budget,
                               lambda upper, error: noise.gaussian_release(
                                   upper, l2_sensitivity=l2, rho=budget.rho, bound=row_bound**2, float_error=error,
-                                  rng=rng))
+                                  rng=rng), float_error)
     noise.check_numerics(numerics)
     accountant.spend(budget, "GaussCov: noisy covariance")
     scale = gaussian_sigma(l2, budget)
     return _step("gaussian", "GaussCov: noisy covariance", upper_of(sigma),
                  sigma + scale * symmetric_gaussian(sigma.shape[0], rng), sensitivity=l2, norm="l2", scale=scale,
                  shape=sigma.shape)
+
+
+def released_sigma(problem: CovProblem, m: int, numerics: str) -> tuple[np.ndarray, float | None]:
+    """(Sigma of Clip(X, r 2^-m), its per-entry float error) as a release reads it: the exact sums' under add/remove
+    with hardened numerics (mechanisms/exact_sums.py); else the float statistic, whose error bound
+    (``covariance_float_error``) holds for n = problem.n rows summed -- refused where n is private."""
+    if problem.exact is not None:
+        return problem.exact.sigma(m, problem.n)
+    if numerics == "hardened" and problem.neighbours.add_remove:
+        raise ValueError("a hardened release at add/remove sensitivity needs the rows' exact sums (their float error "
+                         "must not depend on the private row count): build the problem with "
+                         "mechanisms/exact_sums.py's exact_problem")
+    return problem.clipped_sigma(m), None
+
+
+def released_eigen(problem: CovProblem, m: int, numerics: str):
+    """(the matrix whose eigenvalues a hardened release adds noise to, its eigenvalues (descending), their float error,
+    how to map released values back): under add/remove the exact sums' S / (ñ + tr S / (K tau^2))
+    (mechanisms/exact_sums.py), else Sigma of Clip(X, r 2^-m) itself (``eigenvalue_float_error``)."""
+    if problem.exact is not None:
+        matrix, entry_error, norm_bound = problem.exact.eigen_matrix(m, problem.n)
+        values = np.linalg.eigvalsh(matrix)[::-1].copy()
+        d = problem.d
+        error = d * entry_error + 64 * d * noise.UNIT_ROUNDOFF * norm_bound * 1.01
+        tau2 = problem.tau(m) ** 2
+        return values, error, lambda released: eigenvalues_back(released, tau2)
+    sigma, _ = released_sigma(problem, m, numerics)
+    values = problem.eigenvalues if m <= 0 else np.linalg.eigvalsh(sigma)[::-1]
+    return values, None, lambda released: released
 
 
 def covariance_float_error(row_bound: float, n: int, d: int) -> float:
@@ -88,12 +122,14 @@ def eigenvalue_float_error(row_bound: float, n: int, d: int) -> float:
 
 
 def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Accountant, what: str, budget,
-                   release) -> np.ndarray:
+                   release, float_error: float | None = None) -> np.ndarray:
     """Sigma's upper triangle released by ``release(upper, float_error)`` (mechanisms/noise.py: a grid and
-    exact integer noise), mirrored; the hardening (grid, rounding and float-error terms) in the ledger."""
+    exact integer noise), mirrored; the hardening (grid, rounding and float-error terms) in the ledger.
+    ``float_error``: Sigma's per-entry float error (default: ``covariance_float_error`` of n float-summed rows)."""
     d = sigma.shape[0]
     rows, cols = upper_indices(d)
-    noisy, how = release(sigma[rows, cols], covariance_float_error(row_bound, n, d))
+    error = covariance_float_error(row_bound, n, d) if float_error is None else float_error
+    noisy, how = release(sigma[rows, cols], error)
     accountant.spend(budget, f"{what} ({how})")
     out = np.empty((d, d))
     out[rows, cols] = noisy
@@ -102,29 +138,36 @@ def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Acco
 
 
 def hardened_eigenvalues(eigenvalues: np.ndarray, row_bound: float, n: int, accountant: Accountant, what: str,
-                         budget, release) -> np.ndarray:
+                         budget, release, float_error: float | None = None) -> np.ndarray:
     """SeparateCov's eigenvalues released by ``release(values, float_error)`` (mechanisms/noise.py), their float
-    error ``eigenvalue_float_error``; the hardening in the ledger (as ``hardened_upper`` for Sigma)."""
-    noisy, how = release(eigenvalues, eigenvalue_float_error(row_bound, n, len(eigenvalues)))
+    error ``eigenvalue_float_error`` (or ``float_error``); the hardening in the ledger (as ``hardened_upper``)."""
+    error = eigenvalue_float_error(row_bound, n, len(eigenvalues)) if float_error is None else float_error
+    noisy, how = release(eigenvalues, error)
     accountant.spend(budget, f"{what} ({how})")
     return noisy
 
 
 def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
                    budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
-                   numerics: str = "idealized") -> Spectral:
+                   numerics: str = "idealized", neighbours: Neighbours = REPLACE_ONE, float_error: float | None = None,
+                   eigen=None) -> Spectral:
     """SeparateCov (Dong Algorithm 1) on the covariance of rows of norm <= row_bound; numerics="hardened":
-    the eigenvalues and GaussCov on a grid with exact noise (``eigenvalue_float_error``)."""
+    the eigenvalues and GaussCov on a grid with exact noise (``eigenvalue_float_error``). ``eigen``: (eigenvalues,
+    their float error, the map back) from ``released_eigen`` (add/remove's exact route); ``float_error``: Sigma's."""
     half = budget.scaled(0.5)
+    values_error, back = None, (lambda released: released)
+    if eigen is not None:
+        eigenvalues, values_error, back = eigen
     if eigenvalues is None:
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
-    # Step 2: eigenvalues by the Gaussian mechanism; their l2-sensitivity is sqrt(2) r^2 / n (Lemma 10).
-    l2 = math.sqrt(2) * row_bound**2 / n
+    # Step 2: eigenvalues by the Gaussian mechanism; their l2-sensitivity is sqrt(2) r^2 / n (Lemma 10), r^2 / n
+    # under add/remove (mechanisms/neighbours.py).
+    l2 = neighbours.eigenvalues_l2(row_bound, n)
     if numerics == "hardened":
-        noisy_values = hardened_eigenvalues(eigenvalues, row_bound, n, accountant, "SeparateCov: eigenvalues", half,
-                                            lambda values, error: noise.gaussian_release(
-                                                values, l2_sensitivity=l2, rho=half.rho, bound=row_bound**2,
-                                                float_error=error, rng=rng))
+        noisy_values = back(hardened_eigenvalues(eigenvalues, row_bound, n, accountant, "SeparateCov: eigenvalues",
+                                                 half, lambda values, error: noise.gaussian_release(
+                                                     values, l2_sensitivity=l2, rho=half.rho, bound=row_bound**2,
+                                                     float_error=error, rng=rng), values_error))
     else:
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov: eigenvalues")
@@ -133,7 +176,8 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
                              eigenvalues + scale * rng.standard_normal(len(eigenvalues)), sensitivity=l2, norm="l2",
                              scale=scale, shape=np.shape(eigenvalues))
     # Steps 3-4: eigenvectors of GaussCov(X, rho/2), from eigh (not SVD, which flips signs).
-    _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng, numerics))
+    _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
+                                            float_error))
     # Step 5: pair both in descending order; noisy_values keeps the order of the true eigenvalues.
     return Spectral(noisy_values, vectors[:, ::-1])
 
@@ -141,14 +185,30 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
 def gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
               numerics: str = "idealized") -> np.ndarray:
     """GaussCov: Sigma + SGW noise of scale r^2 / (sqrt(rho) n); numerics="hardened": on a grid, exact noise."""
-    return gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
+    return gauss_at(problem, 0, accountant.total, accountant, rng, numerics)
+
+
+def gauss_at(problem: CovProblem, m: int, budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
+             numerics: str) -> np.ndarray:
+    """GaussCov on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
+    sigma, error = released_sigma(problem, m, numerics)
+    return gauss_noisy(sigma, problem.tau(m), problem.n, budget, accountant, rng, numerics, problem.neighbours, error)
+
+
+def separate_at(problem: CovProblem, m: int, budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
+                numerics: str) -> Spectral:
+    """SeparateCov on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
+    sigma, error = released_sigma(problem, m, numerics)
+    eigen = released_eigen(problem, m, numerics) if problem.exact is not None else None
+    eigenvalues = problem.eigenvalues if m <= 0 and eigen is None else None
+    return separate_noisy(sigma, eigenvalues, problem.tau(m), problem.n, budget, accountant, rng, numerics,
+                          problem.neighbours, error, eigen)
 
 
 def separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                  numerics: str = "idealized") -> Spectral:
     """SeparateCov (Dong Algorithm 1): half the budget on eigenvalues, half on eigenvectors."""
-    return separate_noisy(problem.sigma, problem.eigenvalues, problem.radius, problem.n,
-                          accountant.total, accountant, rng, numerics)
+    return separate_at(problem, 0, accountant.total, accountant, rng, numerics)
 
 
 def clip_exponent(problem: CovProblem, tau: float) -> int:
@@ -165,17 +225,13 @@ def clip_exponent(problem: CovProblem, tau: float) -> int:
 def clip_gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                    tau: float, numerics: str = "idealized") -> np.ndarray:
     """ClipGaussCov (Dong §5.1): GaussCov on Clip(X, tau) / tau, scaled back by tau^2."""
-    m = clip_exponent(problem, tau)
-    return gauss_noisy(problem.clipped_sigma(m), tau, problem.n, accountant.total, accountant, rng, numerics)
+    return gauss_at(problem, clip_exponent(problem, tau), accountant.total, accountant, rng, numerics)
 
 
 def clip_separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                       tau: float, numerics: str = "idealized") -> Spectral:
     """ClipSeparateCov (Dong §5.1): SeparateCov on Clip(X, tau) / tau, scaled back by tau^2."""
-    m = clip_exponent(problem, tau)
-    eigenvalues = problem.eigenvalues if m == 0 else None
-    return separate_noisy(problem.clipped_sigma(m), eigenvalues, tau, problem.n, accountant.total,
-                          accountant, rng, numerics)
+    return separate_at(problem, clip_exponent(problem, tau), accountant.total, accountant, rng, numerics)
 
 
 def zero_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
@@ -200,8 +256,7 @@ def projection_cov(problem: CovProblem, accountant: Accountant, rng: np.random.G
     """The projection mechanism (Dong Appendix E): GaussCov, then the Frobenius-nearest covariance of
     some dataset in the r-ball, {PSD, tr <= r^2}: one eigendecomposition and the eigenvalue
     projection of Lemma 11 (post-processing, so rho-zCDP)."""
-    noisy = gauss_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
-    values, vectors = np.linalg.eigh(noisy)
+    values, vectors = np.linalg.eigh(gauss_at(problem, 0, accountant.total, accountant, rng, numerics))
     return Spectral(project_eigenvalues(values, problem.radius**2), vectors)
 
 

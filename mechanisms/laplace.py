@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import hardened_eigenvalues, hardened_upper, mirrored_upper, upper_of
+from .gaussian import hardened_eigenvalues, hardened_upper, mirrored_upper, released_eigen, released_sigma, upper_of
+from .neighbours import REPLACE_ONE, Neighbours
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
 from .problem import CovProblem
@@ -24,17 +25,18 @@ def symmetric_laplace(d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
-              accountant: Accountant, rng: np.random.Generator, numerics: str = "idealized") -> np.ndarray:
+              accountant: Accountant, rng: np.random.Generator, numerics: str = "idealized",
+              neighbours: Neighbours = REPLACE_ONE, float_error: float | None = None) -> np.ndarray:
     """Sigma + sqrt(2) d r^2 / (eps n) SLW: the upper triangle of Sigma has l1-sensitivity
-    sqrt(2) d r^2 / n (Lemma 12: ||x||_2 <= r gives ||x||_1 <= sqrt(d) r). numerics="hardened": the
-    upper triangle on a 2^k grid plus discrete Laplace noise."""
+    sqrt(2) d r^2 / n (Lemma 12: ||x||_2 <= r gives ||x||_1 <= sqrt(d) r); (d + 1) r^2 / (2 n) under add/remove
+    (mechanisms/neighbours.py). numerics="hardened": the upper triangle on a 2^k grid plus discrete Laplace noise."""
     d = sigma.shape[0]
-    l1 = math.sqrt(2) * d * row_bound**2 / n
+    l1 = neighbours.covariance_l1(row_bound, n, d)
     if numerics == "hardened":
         return hardened_upper(sigma, row_bound, n, accountant, "LapCov: noisy covariance", budget,
                               lambda upper, error: noise.laplace_release(
                                   upper, l1_sensitivity=l1, eps=budget.eps, bound=row_bound**2, float_error=error,
-                                  rng=rng))
+                                  rng=rng), float_error)
     noise.check_numerics(numerics)
     accountant.spend(budget, "LapCov: noisy covariance")
     return _step("laplace", "LapCov: noisy covariance", upper_of(sigma),
@@ -44,42 +46,64 @@ def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
 
 def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
                        budget: PureDP, accountant: Accountant, rng: np.random.Generator,
-                       numerics: str = "idealized") -> Spectral:
+                       numerics: str = "idealized", neighbours: Neighbours = REPLACE_ONE,
+                       float_error: float | None = None, eigen=None) -> Spectral:
     """SeparateCov under eps-DP: eigenvalues + Lap(2 r^2 / (n eps/2)) (l1-sensitivity 2 r^2 / n,
-    Lemma 13), eigenvectors of LapCov at eps/2, paired in descending order. numerics="hardened": both
-    on a grid with exact discrete Laplace noise (gaussian.eigenvalue_float_error)."""
+    Lemma 13; r^2 / n under add/remove), eigenvectors of LapCov at eps/2, paired in descending order.
+    numerics="hardened": both on a grid with exact discrete Laplace noise (gaussian.eigenvalue_float_error; ``eigen``
+    and ``float_error`` as for gaussian.separate_noisy)."""
     half = budget.scaled(0.5)
+    values_error, back = None, (lambda released: released)
+    if eigen is not None:
+        eigenvalues, values_error, back = eigen
     if eigenvalues is None:
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
-    l1 = 2 * row_bound**2 / n
+    l1 = neighbours.eigenvalues_l1(row_bound, n)
     if numerics == "hardened":
-        noisy_values = hardened_eigenvalues(eigenvalues, row_bound, n, accountant,
-                                            "SeparateCov (Laplace): eigenvalues", half,
-                                            lambda values, error: noise.laplace_release(
-                                                values, l1_sensitivity=l1, eps=half.eps, bound=row_bound**2,
-                                                float_error=error, rng=rng))
+        noisy_values = back(hardened_eigenvalues(eigenvalues, row_bound, n, accountant,
+                                                 "SeparateCov (Laplace): eigenvalues", half,
+                                                 lambda values, error: noise.laplace_release(
+                                                     values, l1_sensitivity=l1, eps=half.eps, bound=row_bound**2,
+                                                     float_error=error, rng=rng), values_error))
     else:
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov (Laplace): eigenvalues")
-        scale = 2 * row_bound**2 / (n * half.eps)
+        scale = l1 / half.eps
         noisy_values = _step("laplace", "SeparateCov (Laplace): eigenvalues", eigenvalues,
                              eigenvalues + rng.laplace(scale=scale, size=len(eigenvalues)), sensitivity=l1,
                              norm="l1", scale=scale, shape=np.shape(eigenvalues))
-    _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng, numerics))
+    _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
+                                          float_error))
     return Spectral(noisy_values, vectors[:, ::-1])
+
+
+def lap_at(problem: CovProblem, m: int, budget: PureDP, accountant: Accountant, rng: np.random.Generator,
+           numerics: str) -> np.ndarray:
+    """LapCov on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
+    sigma, error = released_sigma(problem, m, numerics)
+    return lap_noisy(sigma, problem.tau(m), problem.n, budget, accountant, rng, numerics, problem.neighbours, error)
+
+
+def separate_lap_at(problem: CovProblem, m: int, budget: PureDP, accountant: Accountant, rng: np.random.Generator,
+                    numerics: str) -> Spectral:
+    """SeparateCov (Laplace) on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
+    sigma, error = released_sigma(problem, m, numerics)
+    eigen = released_eigen(problem, m, numerics) if problem.exact is not None else None
+    eigenvalues = problem.eigenvalues if m <= 0 and eigen is None else None
+    return separate_lap_noisy(sigma, eigenvalues, problem.tau(m), problem.n, budget, accountant, rng, numerics,
+                              problem.neighbours, error, eigen)
 
 
 def lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
             numerics: str = "idealized") -> np.ndarray:
     """LapCov (Appendix I); numerics="hardened": on a grid, exact noise."""
-    return lap_noisy(problem.sigma, problem.radius, problem.n, accountant.total, accountant, rng, numerics)
+    return lap_at(problem, 0, accountant.total, accountant, rng, numerics)
 
 
 def separate_lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                      numerics: str = "idealized") -> Spectral:
     """SeparateCov with Laplace noise (Appendix I)."""
-    return separate_lap_noisy(problem.sigma, problem.eigenvalues, problem.radius, problem.n,
-                              accountant.total, accountant, rng, numerics)
+    return separate_lap_at(problem, 0, accountant.total, accountant, rng, numerics)
 
 
 def amin_laplace_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
@@ -87,20 +111,22 @@ def amin_laplace_cov(problem: CovProblem, accountant: Accountant, rng: np.random
     """Amin et al.'s L baseline: C + Lap(2d/eps) entries, symmetric (upper triangle mirrored), i.e.
     Sigma + 2 d r^2 / (eps n) SLW. The entries of xx^T sum to ||x||_1^2 <= d r^2 in absolute value,
     so C's upper triangle has l1-sensitivity <= 2 d r^2 (looser than Lemma 12's sqrt(2) d r^2: kept
-    as the paper calibrates it). numerics="hardened": on a grid with exact discrete Laplace noise."""
-    d = problem.d
+    as the paper calibrates it); under add/remove one row's d r^2 (mechanisms/neighbours.py).
+    numerics="hardened": on a grid with exact discrete Laplace noise."""
+    d, total = problem.d, accountant.total
+    factor = (problem.neighbours.scale**2 if problem.neighbours.add_remove else 2)
+    l1 = factor * d * problem.radius**2 / problem.n
+    sigma, error = released_sigma(problem, 0, numerics)
     if numerics == "hardened":
-        l1, total = 2 * d * problem.radius**2 / problem.n, accountant.total
-        return hardened_upper(problem.sigma, problem.radius, problem.n, accountant, "L: noisy covariance", total,
+        return hardened_upper(sigma, problem.radius, problem.n, accountant, "L: noisy covariance", total,
                               lambda upper, error: noise.laplace_release(
                                   upper, l1_sensitivity=l1, eps=total.eps, bound=problem.radius**2,
-                                  float_error=error, rng=rng))
+                                  float_error=error, rng=rng), error)
     noise.check_numerics(numerics)
-    budget: PureDP = accountant.spend(accountant.total, "L: noisy covariance")
-    scale = 2 * d * problem.radius**2 / (budget.eps * problem.n)
-    return _step("laplace", "L: noisy covariance", upper_of(problem.sigma),
-                 problem.sigma + scale * symmetric_laplace(d, rng), sensitivity=2 * d * problem.radius**2 / problem.n,
-                 norm="l1", scale=scale, shape=problem.sigma.shape)
+    budget: PureDP = accountant.spend(total, "L: noisy covariance")
+    scale = l1 / budget.eps
+    return _step("laplace", "L: noisy covariance", upper_of(sigma), sigma + scale * symmetric_laplace(d, rng),
+                 sensitivity=l1, norm="l1", scale=scale, shape=sigma.shape)
 
 
 def _tail(d: int, beta: float) -> float:

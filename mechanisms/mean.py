@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from . import noise
+from .neighbours import REPLACE_ONE, Neighbours
 from .privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from .thresholding import analytic_gaussian_sigma
 from .transcript import released as _step
@@ -32,16 +33,25 @@ def private_mean(X: np.ndarray, radius: float, budget, accountant: Accountant, r
 
 
 def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant: Accountant,
-                    rng: np.random.Generator, numerics: str = "idealized") -> np.ndarray:
-    """private_mean from the rows' sum and count (a sum over blocks: a table streamed, Dask partitions)."""
-    total = np.asarray(total, dtype=float)
-    d = len(total)
-    mean = total / n
-    l2 = 2 * radius / n
+                    rng: np.random.Generator, numerics: str = "idealized", neighbours: Neighbours = REPLACE_ONE,
+                    exact: tuple | None = None) -> np.ndarray:
+    """private_mean from the rows' sum and count (a sum over blocks: a table streamed, Dask partitions).
+    ``neighbours`` (mechanisms/neighbours.py): under add/remove the sum of every row divided by the released count n,
+    sensitivity r/n (a row added moves the sum by x), not replace-one's 2r/n. ``exact``: (the mean, its float error)
+    from exact sums (mechanisms/exact_sums.py), the hardened route when the number of rows summed is private."""
     noise.check_numerics(numerics)
+    if exact is not None:
+        mean, exact_error = np.asarray(exact[0], dtype=float), float(exact[1])
+    else:
+        if numerics == "hardened" and neighbours.add_remove:
+            raise ValueError("a hardened mean at add/remove sensitivity needs exact sums (mechanisms/exact_sums.py)")
+        mean, exact_error = np.asarray(total, dtype=float) / n, None
+    d = len(mean)
+    l2 = (neighbours.scale * radius if neighbours.add_remove else 2 * radius) / n
     if numerics == "hardened":
         # each coordinate of the sum: n terms within [-r, r] (clipping: the row's norm, d + 3 roundings), then / n
-        error = noise.sum_error_bound(n, radius, ops_per_term=d + 3) / n + noise.UNIT_ROUNDOFF * radius
+        error = exact_error if exact_error is not None else \
+            noise.sum_error_bound(n, radius, ops_per_term=d + 3) / n + noise.UNIT_ROUNDOFF * radius
         if isinstance(budget, PureDP):
             noisy, how = noise.laplace_release(mean, l1_sensitivity=l2 * math.sqrt(d), eps=budget.eps,
                                                bound=radius, float_error=error, rng=rng)
@@ -52,9 +62,9 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
             rho = budget_guaranteeing(budget, ZCDP).rho  # ZCDP itself, or the rho implying (eps, delta)
             noisy, how = noise.gaussian_release(mean, l2_sensitivity=l2, rho=rho, bound=radius,
                                                 float_error=error, rng=rng)
-        accountant.spend(budget, f"mean (centring) ({how})")
+        accountant.spend(budget, f"mean (centring) ({how}){_route(neighbours)}")
     else:
-        accountant.spend(budget, "mean (centring)")
+        accountant.spend(budget, f"mean (centring){_route(neighbours)}")
         pure = isinstance(budget, PureDP)  # l1 <= sqrt(d) l2 for the Laplace draw
         noisy, scale = _idealized_noisy_mean(mean, l2, d, budget, rng)
         noisy = _step("laplace" if pure else "gaussian", "mean (centring)", mean, noisy,
@@ -62,6 +72,10 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
                       shape=np.shape(mean))
     norm = float(np.linalg.norm(noisy))
     return noisy if norm <= radius else noisy * (radius / norm)
+
+
+def _route(neighbours: Neighbours) -> str:
+    return " [native add/remove: every row, / the released count]" if neighbours.add_remove else ""
 
 
 def _idealized_noisy_mean(mean: np.ndarray, l2: float, d: int, budget,

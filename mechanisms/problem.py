@@ -18,6 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .neighbours import ADD_REMOVE, REPLACE_ONE, Neighbours
 from .banded import FINE, MORE_BANDS, band_block, band_edges, bands_of, column_addresses, scratch, squares_by_row
 
 _NORM_SLACK = 1e-9  # relative tolerance for rows that sit on the ball's surface
@@ -112,6 +113,12 @@ class CovProblem:
     # dyadic radius (``clipped_mean``), for private centring from the sums alone (mechanisms/pipeline.py).
     band_sums: np.ndarray | None = None
     band_unit_sums: np.ndarray | None = None
+    # which neighbours the releases are calibrated for (mechanisms/neighbours.py): replace-one (n public), or add/remove
+    # (every row summed, n = the released count ñ, n itself private)
+    neighbours: Neighbours = REPLACE_ONE
+    # add/remove with hardened numerics: the rows' exact integer sums (mechanisms/exact_sums.py), which every hardened
+    # release reads instead of the float statistics above (whose float error grows with the private row count)
+    exact: object = None
 
     @classmethod
     def from_rows(cls, X, radius: float = 1.0, ridge=None, rows=None) -> "CovProblem":
@@ -210,7 +217,7 @@ class CovProblem:
                           with_clipped(self.band_moments[kept], tau**2 * top),
                           with_clipped(self.band_directions[kept], top), self.ridge, None,
                           with_clipped(self.band_sums[kept], tau * top_units),
-                          with_clipped(self.band_unit_sums[kept], top_units))
+                          with_clipped(self.band_unit_sums[kept], top_units), self.neighbours)
 
     def resized(self, n_public: int, dropped: np.ndarray, rows: np.ndarray | None = None) -> "CovProblem":
         """This problem without the rows ``dropped`` and padded with zero rows to ``n_public`` (mechanisms/units.py),
@@ -378,14 +385,18 @@ class BandSums:
         self.d = self.d if self.d is not None else other.d
         return self
 
-    def problem(self, ridge=None, rows=None, n_public: int | None = None) -> CovProblem:
+    def problem(self, ridge=None, rows=None, n_public: int | None = None, native: bool = False) -> CovProblem:
         """The CovProblem of the rows added. ``n_public`` (add/remove, mechanisms/units.py): the released count
         ñ >= n; the problem is then that of these rows and ñ - n zero rows (every sum divided by ñ: zero rows
-        add nothing to any sum and belong to no norm band), and its ``n`` is ñ."""
+        add nothing to any sum and belong to no norm band), and its ``n`` is ñ. ``native``: every row's sums divided
+        by the released count ñ = ``n_public`` whatever n is, for releases at their add/remove sensitivity
+        (mechanisms/neighbours.py)."""
         if self.n == 0 or self.d is None:
             raise ValueError("data must have at least one row and one column, got no rows")
         n, d = self.n, self.d
-        if n_public is not None:
+        if native:
+            n = int(n_public)
+        elif n_public is not None:
             if int(n_public) < n:
                 raise ValueError(f"cannot pad {n} rows to {n_public}: drop rows first (units.resized_drop)")
             n = int(n_public)
@@ -404,7 +415,7 @@ class BandSums:
         sigma = (sigma + sigma.T) / 2
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
         return CovProblem(n, d, self.radius, sigma, eigenvalues, exponents, counts, moments, directions, ridge,
-                          rows, sums, unit_sums)
+                          rows, sums, unit_sums, ADD_REMOVE if native else REPLACE_ONE)
 
 
 def _band_slots(capacity: int, padded: int, d: int, kept=()) -> list[np.ndarray]:

@@ -22,6 +22,7 @@ import numpy as np
 from . import adaptive, coinpress, emcov, gaussian, laplace, pipeline, regression, stable, thresholding
 from .predictions import Prediction
 from .privacy import NOTIONS, ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
+from .exact_sums import ExactBandSums, exact_problem
 from .problem import BandSums, CovProblem
 from .units import (COUNT_SHARE, check_count_share, check_privacy_unit, private_count, resized_drop,
                     selection_generators)
@@ -89,6 +90,14 @@ class Mechanism:
     # (option, value) that makes it take the problem's radius as its rows' bound instead of releasing one of its
     # own (AdaptiveCov's PrivRadius): the estimators pass it after radius="private" released the bound
     own_radius: tuple | None = None
+    # native add/remove (issue 59): a function problem -> the add/remove sensitivity of its main statistic, for a
+    # mechanism that reads ``problem.neighbours`` and calibrates every step to it (mechanisms/neighbours.py): under
+    # privacy_unit="add_remove" it then runs on every row, divided by the released count, instead of the reduction
+    native_sensitivity: Callable | None = None
+
+    @property
+    def native(self) -> bool:
+        return self.native_sensitivity is not None and self.add_remove is None
 
     def option_names(self) -> list[str]:
         return [name for name, _ in _keyword_options(self.fn)]
@@ -115,6 +124,22 @@ _PUBLISHED = (("calibration", "public_code"),)
 _RAW_ROWS = ("it reads raw rows with no norm bound, and the add/remove reduction (mechanisms/units.py) resizes rows "
              "inside the problem's ball; not implemented for raw rows")  # the as-published calibrations (not private at the claim)
 
+def _covariance_l2(problem) -> float:
+    return problem.neighbours.covariance_l2(problem.radius, problem.n)
+
+
+def _covariance_l1(problem) -> float:
+    return problem.neighbours.covariance_l1(problem.radius, problem.n, problem.d)
+
+
+def _score_range(problem) -> float:
+    return problem.neighbours.score_range()[1]
+
+
+def _nothing(problem) -> float:
+    return 0.0
+
+
 def _with_release(default_mechanism: str):
     """mechanisms/pipeline.py's private_pipeline with this module's ``release`` handed in (the pipeline runs
     an inner mechanism by name; importing the registry there would be a cycle); its options are the
@@ -134,45 +159,59 @@ _pipeline, _pipeline_pure = _with_release("gauss"), _with_release("lap")
 
 MECHANISMS = {m.name: m for m in [
     Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1",
-              predict=gaussian.GAUSS_PREDICTION, audit=_GAUSS_AUDIT, style=("tab:blue", "o")),
+              predict=gaussian.GAUSS_PREDICTION, audit=_GAUSS_AUDIT, style=("tab:blue", "o"),
+              native_sensitivity=_covariance_l2),
     Mechanism("separate", "SeparateCov", ZCDP, gaussian.separate_cov, "Dong et al. 2022 Alg. 1",
-              predict=gaussian.SEPARATE_PREDICTION, audit=_SPECTRAL_AUDIT, style=("tab:orange", "s")),
+              predict=gaussian.SEPARATE_PREDICTION, audit=_SPECTRAL_AUDIT, style=("tab:orange", "s"),
+              native_sensitivity=_covariance_l2),
     Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2",
               predict=adaptive.ADAPTIVE_PREDICTION,
               audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^"),
-              centre_rows=True, own_radius=("radius", "known")),
+              centre_rows=True, own_radius=("radius", "known"),
+              native_sensitivity=_covariance_l2),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
-              audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o")),
+              audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o"),
+              native_sensitivity=_covariance_l2),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
-              audit=replace(_SPECTRAL_AUDIT, options=_CLIP), style=("#a65c00", "s")),
+              audit=replace(_SPECTRAL_AUDIT, options=_CLIP), style=("#a65c00", "s"),
+              native_sensitivity=_covariance_l2),
     Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E",
-              audit=_GAUSS_AUDIT, style=("tab:brown", "D")),
+              audit=_GAUSS_AUDIT, style=("tab:brown", "D"),
+              native_sensitivity=_covariance_l2),
     Mechanism("coinpress", "CoinPress (t=1)", ZCDP, coinpress.coinpress_cov,
               "Biswas et al. 2020 (MVC), one iteration from Sigma; an extra line in Fig. 3",
               audit=_GAUSS_AUDIT, style=("tab:pink", "P")),
     # Spends nothing, so it meets every notion (PureDP is the strongest).
     Mechanism("zero", "Zero", PureDP, gaussian.zero_cov, "baseline: the zero matrix",
-              predict=gaussian.ZERO_PREDICTION, style=("tab:gray", "x")),
+              predict=gaussian.ZERO_PREDICTION, style=("tab:gray", "x"),
+              native_sensitivity=_nothing),
     Mechanism("lap", "LapCov", PureDP, laplace.lap_cov, "Dong et al. 2022 App. I",
-              predict=laplace.LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:cyan", "h")),
+              predict=laplace.LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:cyan", "h"),
+              native_sensitivity=_covariance_l1),
     Mechanism("separate_lap", "SeparateCov", PureDP, laplace.separate_lap_cov, "Dong et al. 2022 App. I",
-              predict=laplace.SEPARATE_LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:orange", "s")),
+              predict=laplace.SEPARATE_LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:orange", "s"),
+              native_sensitivity=_covariance_l1),
     Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
               predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
-              style=("tab:green", "^"), centre_rows=True, own_radius=("radius", "known")),
+              style=("tab:green", "^"), centre_rows=True, own_radius=("radius", "known"),
+              native_sensitivity=_covariance_l1),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
-              not_private=_PUBLISHED),
+              not_private=_PUBLISHED,
+              native_sensitivity=_score_range),
     Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)",
               predict=emcov.EMCOV_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
-              not_private=_PUBLISHED),
+              not_private=_PUBLISHED,
+              native_sensitivity=_score_range),
     Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split",
               predict=emcov.ITU_PREDICTION, audit=_EM_AUDIT, style=("tab:olive", "v"),
-              not_private=_PUBLISHED),
+              not_private=_PUBLISHED,
+              native_sensitivity=_score_range),
     Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:red", "o"),
-              not_private=_PUBLISHED),
+              not_private=_PUBLISHED,
+              native_sensitivity=_score_range),
     Mechanism("dp_threshold", "DP-Thresholding", ApproxDP, thresholding.dp_threshold, "Wang & Xu Alg. 1",
               audit=AuditNeeds("gaussian", (("dense", 1000),)), style=("tab:red", "s"),
               not_private=(("calibration", "as_written"),)),
@@ -187,7 +226,8 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("kt", "KT", PureDP, emcov.kapralov_talwar, "Kapralov & Talwar 2013 (Amin et al. §4)",
               predict=emcov.KT_PREDICTION, audit=_EM_AUDIT, style=("tab:brown", "<")),
     Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C",
-              predict=laplace.AMIN_LAPLACE_PREDICTION, audit=_PURE_AUDIT, style=("black", "x")),
+              predict=laplace.AMIN_LAPLACE_PREDICTION, audit=_PURE_AUDIT, style=("black", "x"),
+              native_sensitivity=_covariance_l1),
     Mechanism("output_perturbation", "Output pert.", PureDP, regression.output_perturbation,
               "Chaudhuri et al. 2011 output perturbation of the ridge model (Amin et al. App. C)",
               audit=AuditNeeds("dp", (("ridge", 10),), search_pairs=(("ridge", 10), ("ridge", 2))),
@@ -246,7 +286,7 @@ def _check_signature(fn: Callable) -> None:
 def register_mechanism(*, notion, label: str | None = None, name: str | None = None, source: str = "",
                        predict=None, audit: AuditNeeds | None = None, style: tuple[str, str] | None = None,
                        needs: tuple[str, ...] = (), centre_rows: bool = False, idealized: bool = False,
-                       add_remove: str | None = None):
+                       add_remove: str | None = None, sensitivity: Callable | None = None):
     """Declare a function as a mechanism of privacy ``notion`` (ZCDP, PureDP or ApproxDP, or
     "zcdp" / "pure" / "approx"): release runs it at the largest budget of that notion implying the
     requested one, and it must spend that budget through the accountant it is given.
@@ -265,7 +305,10 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
     add noise through ``dpcov.mechanisms.noise`` (a 2^k grid and exact integer noise) to pass. ``add_remove``:
     None (the default) when its replace-one guarantee holds for any rows in the ball, zero rows included: the
     estimators then protect a row's presence through mechanisms/units.py; else why it cannot (they then refuse
-    privacy_unit="add_remove" with that reason).
+    privacy_unit="add_remove" with that reason); or "native": it reads ``problem.neighbours``
+    (mechanisms/neighbours.py) and calibrates every step to it, so under add/remove it runs on every row divided by the
+    released count, at its add/remove sensitivity -- then ``sensitivity``, a function problem -> its main
+    statistic's sensitivity under the problem's neighbours, is required (the ledger states it).
     """
     notion = _notion(notion)
     predict = _prediction(predict)
@@ -277,8 +320,14 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
                               or not all(isinstance(v, str) for v in style)):
         raise ValueError(f"style must be (colour, marker), e.g. ('tab:blue', 'o'), got {style!r}")
     if add_remove is not None and (not isinstance(add_remove, str) or not add_remove):
-        raise ValueError(f"add_remove must be None or why the mechanism cannot protect a row's presence, got "
-                         f"{add_remove!r}")
+        raise ValueError(f"add_remove must be None, 'native' or why the mechanism cannot protect a row's presence, "
+                         f"got {add_remove!r}")
+    if add_remove == "native" and not callable(sensitivity):
+        raise ValueError("add_remove='native' needs sensitivity=: a function problem -> the add/remove sensitivity "
+                         "of the mechanism's statistic (e.g. lambda problem: problem.neighbours.covariance_l2("
+                         "problem.radius, problem.n)), which the ledger states")
+    if sensitivity is not None and add_remove != "native":
+        raise ValueError("sensitivity= declares a native add/remove calibration: pass add_remove='native' with it")
     if name is not None and (not isinstance(name, str) or not name or set(name) & set(":. =,[]{}")):
         raise ValueError(f"name must be a non-empty string without ':', '.', spaces or brackets, got {name!r}")
 
@@ -288,7 +337,8 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
         mechanism = Mechanism(name or path, label or fn.__name__, notion, fn, source or path, plugin=True,
                               predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs),
                               centre_rows=bool(centre_rows), idealized=bool(idealized),
-                              add_remove=add_remove)
+                              add_remove=None if add_remove == "native" else add_remove,
+                              native_sensitivity=sensitivity)
         if name is not None:
             if name in MECHANISMS:
                 raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")
@@ -450,7 +500,15 @@ def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator,
     if missing:
         raise ValueError(f"mechanism {mechanism.name!r} needs option(s) {missing} (no default), e.g. "
                          f"options={{{missing[0]!r}: ...}}")
+    if problem.neighbours.add_remove and not mechanism.native:  # its replace-one proof needs at most n public rows
+        raise ValueError(f"mechanism {mechanism.name!r} is calibrated for replace-one neighbours only: it cannot run "
+                         f"on a problem summed over every row at the released count (add/remove, "
+                         f"mechanisms/neighbours.py); release(..., privacy_unit='add_remove') on the rows runs it "
+                         f"through the reduction")
     if check_privacy_unit(privacy_unit) == "add_remove":
+        if problem.neighbours.add_remove:
+            raise ValueError("this problem is already at the released count (add/remove): release it with "
+                             "privacy_unit='replace_one' (the default), or pass the rows' own problem")
         return _release_add_remove(mechanism, problem, budget, rng, options, clamp, spectral, count_share)
     accountant = Accountant(budget_guaranteeing(budget, mechanism.notion))
     estimate = mechanism.fn(problem, accountant, rng, **options)
@@ -468,6 +526,29 @@ def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator,
     return as_matrix(estimate), accountant
 
 
+def _rows_sums(problem: CovProblem, kind):
+    """The sums of ``problem.rows`` (``BandSums`` or ``ExactBandSums``), made once per problem and shared by every
+    release on it (the rows are fixed; each trial only divides by its own released count)."""
+    key = f"add_remove {kind.__name__}"
+    if key not in problem.shared:
+        problem.shared[key] = kind(problem.radius).add(problem.rows)
+    return problem.shared[key]
+
+
+REDUCTION_ROUTE = "add/remove by the reduction: rows resized to the released count, replace-one calibration"
+
+
+def native_route(mechanism: Mechanism, problem: CovProblem) -> str:
+    """The ledger's line for a native add/remove release (``Mechanism.native_sensitivity``), refusing a declared
+    sensitivity that is not a positive finite number."""
+    value = mechanism.native_sensitivity(problem)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not np.isfinite(value) \
+            or value < 0 or (value == 0 and mechanism.fn is not gaussian.zero_cov):
+        raise ValueError(f"mechanism {mechanism.name!r}: its declared add/remove sensitivity must be a positive finite "
+                         f"number, got {value!r}")
+    return f"native add/remove: every row, / the released count; sensitivity {float(value):.6g}"
+
+
 def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budget, rng: np.random.Generator,
                         options: dict, clamp: bool, spectral: bool, count_share: float):
     """release under add/remove neighbours (mechanisms/units.py): the count, the rows resized to it, the mechanism
@@ -482,17 +563,29 @@ def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budge
     accountant = Accountant(budget)
     selection, = selection_generators(rng, 1)  # before the count: the resize's keys depend on the row index alone
     n_public = private_count(problem.n, budget.scaled(count_share), accountant, rng)
-    drop = resized_drop(np.arange(problem.n), n_public, selection)
-    if options.get("numerics") == "hardened" or problem.band_sums is None:  # every sum rebuilt: within its bounds
-        kept = np.delete(problem.rows, drop, axis=0)
-        resized = BandSums(problem.radius).add(kept).problem(ridge=problem.ridge, rows=kept, n_public=n_public)
-    else:  # idealized: from the problem's own sums, the dropped rows' subtracted (O(dropped d^2), not O(n d^2)); the
-        # rows themselves only for a mechanism that may read them (a plug-in; the built-ins read them hardened only)
-        kept = np.delete(problem.rows, drop, axis=0) if mechanism.plugin or mechanism.needs else None
-        resized = problem.resized(n_public, problem.rows[drop], rows=kept)
+    hardened = options.get("numerics") == "hardened"
+    if mechanism.native:  # every row, divided by ñ, each step at its add/remove sensitivity (mechanisms/neighbours.py)
+        if hardened:  # exact sums: no float error grows with the private row count (mechanisms/exact_sums.py)
+            resized = exact_problem(_rows_sums(problem, ExactBandSums), n_public, problem.ridge)
+        else:
+            resized = _rows_sums(problem, BandSums).problem(ridge=problem.ridge, n_public=n_public, native=True)
+        if mechanism.plugin or mechanism.needs:
+            resized = replace(resized, rows=problem.rows)
+        route = native_route(mechanism, resized)
+    else:
+        drop = resized_drop(np.arange(problem.n), n_public, selection)
+        if hardened or problem.band_sums is None:  # every sum rebuilt: within its bounds
+            kept = np.delete(problem.rows, drop, axis=0)
+            resized = BandSums(problem.radius).add(kept).problem(ridge=problem.ridge, rows=kept, n_public=n_public)
+        else:  # idealized: from the problem's own sums, the dropped rows' subtracted (O(dropped d^2), not O(n d^2));
+            # the rows themselves only for a mechanism that may read them (a plug-in; the built-ins read them hardened)
+            kept = np.delete(problem.rows, drop, axis=0) if mechanism.plugin or mechanism.needs else None
+            resized = problem.resized(n_public, problem.rows[drop], rows=kept)
+        route = REDUCTION_ROUTE
     rest = budget.scaled(1 - count_share)
     estimate, inner = release(mechanism, resized, rest, rng, options=options, clamp=clamp, spectral=spectral)
     accountant.spend(rest, f"{mechanism.label} (spent nothing)")
-    accountant.ledger[-1:] = inner.ledger or accountant.ledger[-1:]
+    accountant.ledger[-1:] = [(f"{what} [{route}]", b) for what, b in inner.ledger] or \
+        [(f"{what} [{route}]", b) for what, b in accountant.ledger[-1:]]
     accountant.released = inner.released
     return estimate, accountant

@@ -1,5 +1,6 @@
-"""The cost of protecting membership (issue 54, item 6): the error under privacy_unit="add_remove" against
-"replace_one" (the papers' model, n public), on
+"""What protecting membership costs (issue 54, item 6; since issue 59 each line at its add/remove sensitivity where
+it has one, the reduction elsewhere): the error under privacy_unit="add_remove" against "replace_one" (the papers'
+model, n public), on
 
 (a) Dong et al.'s Figure 3(a) grid (experiment synthetic_trace at paper scale: d = 200, n = 50000, rho = 0.1,
     N in {1, 2, 4, 8, 16, 32}, the figure's lines): the experiment run twice, privacy_unit=replace_one and
@@ -46,7 +47,9 @@ UNITS = ("replace_one", "add_remove")
 PCA_SETS = ("wine", "cancer", "digits", "mnist49", "adult")  # head_to_head.main's sets
 REGRESSION_SETS = ("wine", "airfoil", "adult")
 SEEDS = {"pca": 7, "covariance": 13, "ridge": 11}  # head_to_head's measure_pca / _covariance / _regression
-TARGET = 1.05  # the issue's expectation for n >= 2000
+TARGET = 1.0  # add/remove at its own sensitivity: below replace-one (issue 59)
+EXPECTED = {"gauss": 0.75, "separate": 0.75, "adaptive": 0.75, "projection": 0.75, "clip_gauss": 0.75,
+            "clip_separate": 0.75, "lap": 0.5}  # issue 59's expectations for noise-dominated cells
 LARGE = 2000
 
 
@@ -151,11 +154,13 @@ def h2h_ratios(frame: pd.DataFrame) -> pd.DataFrame:
 
 # --- report ------------------------------------------------------------------------------------------------
 
-def verdict(value: float, se: float) -> str:
+def verdict(value: float, se: float, line: str | None = None) -> str:
     if value - 2 * se > TARGET:
-        return "ABOVE 1.05 (by > 2 se)"
+        return "NOT BELOW 1 (by > 2 se)"
     if value > TARGET:
-        return "above 1.05 (within 2 se)"
+        return "not below 1 (within 2 se)"
+    if line in EXPECTED and value - 2 * se > EXPECTED[line]:
+        return f"above the expected {EXPECTED[line]} (by > 2 se)"
     return ""
 
 
@@ -171,7 +176,7 @@ def fig3a_text(table: pd.DataFrame, facts: dict, trials: int) -> list[str]:
     for _, row in table.iterrows():
         lines.append(f"{row.line:<16} {int(row.N):>3} {int(row.trials):>6} {row.replace_one:>12.5g} "
                      f"{row.add_remove:>12.5g} {row.ratio:>7.4f} {row.se:>6.4f}  {row.s_replace:>8.3f} "
-                     f"{row.s_add:>8.3f} {verdict(row.ratio, row.se)}")
+                     f"{row.s_add:>8.3f} {verdict(row.ratio, row.se, row.line)}")
     pooled = table.groupby("line", sort=False).apply(
         lambda t: pd.Series({"mean": t.ratio.mean(), "min": t.ratio.min(), "max": t.ratio.max()}),
         include_groups=False)
@@ -201,8 +206,9 @@ def h2h_text(table: pd.DataFrame, trials: int, seconds: float) -> list[str]:
         lines.append("")
     large = table[table.n >= LARGE]
     lines.append(f"cells with n >= {LARGE}: {len(large)}; ratio mean {large.ratio.mean():.4f}, max "
-                 f"{large.ratio.max():.4f}; above 1.05 by more than 2 se: "
-                 f"{int((large.ratio - 2 * large.se > TARGET).sum())}; above 1.05 at all: {int((large.ratio > TARGET).sum())}")
+                 f"{large.ratio.max():.4f}; all cells: mean {table.ratio.mean():.4f}; not below 1 by more than 2 se: "
+                 f"{int((table.ratio - 2 * table.se > TARGET).sum())} of {len(table)}; not below 1 at all: "
+                 f"{int((table.ratio > TARGET).sum())}")
     return lines
 
 
@@ -215,8 +221,9 @@ def notes(h2h: pd.DataFrame | None) -> list[str]:
              f"1/(1 - c) = {1 / (1 - c):.4f} under pure eps-DP (Laplace noise ~ 1/eps); errors not made of noise "
              f"(the zero matrix, a bias) do not move.",
              f"- the count: n + Z, Z discrete Gaussian sigma = 1/sqrt(2 c rho) (zCDP) or discrete Laplace of scale "
-             f"t = ceil(1/(c eps)) (sd sqrt(2) t). Where n~ > n the rows are padded with zero rows (Sigma scaled by "
-             f"n/n~: a bias of about -E[Z+]/n); where n~ < n a random n~ of them are kept (unbiased, fewer rows)."]
+             f"t = ceil(1/(c eps)) (sd sqrt(2) t). A native line divides every row's sum by n~ (Sigma scaled by "
+             f"n/n~: an error of about |Z|/n relative); a line through the reduction pads with zero rows where n~ > n "
+             f"and keeps a random n~ of them where n~ < n."]
     if h2h is not None:
         for n, eps in sorted({(int(r.n), float(r.eps)) for r in h2h.itertuples()}):
             t = math.ceil(1 / (c * eps))
@@ -231,13 +238,14 @@ def main(argv=None) -> None:
     parser.add_argument("--fig3a-trials", type=int, default=50)
     parser.add_argument("--h2h-trials", type=int, default=50)
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "privacy_unit")
+    parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "privacy_unit_native")
     parser.add_argument("--write", type=Path, default=ROOT / "results" / "measurements" / "privacy_unit.txt")
     parser.add_argument("--skip", choices=("fig3a", "h2h"), action="append", default=[])
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    text = ["# privacy_unit='add_remove' against 'replace_one' (issue 54, item 6): python scripts/privacy_unit.py "
+    text = ["# privacy_unit='add_remove' against 'replace_one' (issues 54 and 59: native add/remove lines): "
+            "python scripts/privacy_unit.py "
             + " ".join(argv if argv is not None else sys.argv[1:]),
             f"# COUNT_SHARE = {COUNT_SHARE}; {platform.processor() or platform.machine()}, "
             f"python {platform.python_version()}, numpy {np.__version__}, {time.strftime('%Y-%m-%d')}", ""]

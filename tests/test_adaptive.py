@@ -373,8 +373,8 @@ def spy(monkeypatch):
     rec = {"svt": [], "traces": [], "final": []}
     original_svt = adaptive_module.above_threshold
     original_sep_noise = adaptive_module.separate_noise
-    original_gauss = adaptive_module.gauss_noisy
-    original_separate = adaptive_module.separate_noisy
+    original_gauss = adaptive_module.gauss_at
+    original_separate = adaptive_module.separate_at
 
     def svt(queries, count, threshold, eps, accountant, rng, what="SVT", **hardening):
         k = original_svt(queries, count, threshold, eps, accountant, rng, what, **hardening)
@@ -386,19 +386,20 @@ def spy(monkeypatch):
         rec["traces"].append(trace)
         return original_sep_noise(trace, *args, **kwargs)
 
-    def gauss(sigma, row_bound, n, budget, accountant, rng, numerics="idealized"):
-        rec["final"].append({"kind": "gauss", "sigma": sigma, "bound": row_bound, "budget": budget})
-        return original_gauss(sigma, row_bound, n, budget, accountant, rng, numerics)
+    def gauss(problem, m, budget, accountant, rng, numerics="idealized"):
+        rec["final"].append({"kind": "gauss", "sigma": problem.clipped_sigma(m), "bound": problem.tau(m),
+                             "budget": budget})
+        return original_gauss(problem, m, budget, accountant, rng, numerics)
 
-    def separate(sigma, eigenvalues, row_bound, n, budget, accountant, rng, numerics="idealized"):
-        rec["final"].append({"kind": "separate", "sigma": sigma, "bound": row_bound,
-                             "budget": budget, "eigenvalues": eigenvalues})
-        return original_separate(sigma, eigenvalues, row_bound, n, budget, accountant, rng, numerics)
+    def separate(problem, m, budget, accountant, rng, numerics="idealized"):
+        rec["final"].append({"kind": "separate", "sigma": problem.clipped_sigma(m), "bound": problem.tau(m),
+                             "budget": budget, "eigenvalues": problem.eigenvalues if m == 0 else None})
+        return original_separate(problem, m, budget, accountant, rng, numerics)
 
     monkeypatch.setattr(adaptive_module, "above_threshold", svt)
     monkeypatch.setattr(adaptive_module, "separate_noise", sep_noise)
-    monkeypatch.setattr(adaptive_module, "gauss_noisy", gauss)
-    monkeypatch.setattr(adaptive_module, "separate_noisy", separate)
+    monkeypatch.setattr(adaptive_module, "gauss_at", gauss)
+    monkeypatch.setattr(adaptive_module, "separate_at", separate)
     return rec
 
 

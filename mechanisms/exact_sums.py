@@ -1,0 +1,239 @@
+"""Exact sums for hardened releases under add/remove neighbours (issue 59): float-error bounds independent of the
+private number of rows.
+
+Under add/remove the estimators sum every row and divide by the released count ñ; the number of rows summed, n, is
+private, and a float sum's error grows with it (Higham: gamma_(n-1) sum |x|), so a hardened release could not state
+its float error from public facts. Here each row's contribution is rounded first and the rounded contributions are
+added exactly (integers): nothing that depends on n is ever rounded.
+
+Each row is clipped, banded (r 2^-(j+1) < ||x|| <= r 2^-j, ``banded.bands_of``) and rounded to its band's grid:
+x^ = rint(x 2^(j+k) / r) (k = ``GRID_BITS``; bands deeper than ``FLOOR_BAND`` on that band's grid), and its
+direction to u^ = rint(x / ||x|| 2^k). Every band keeps the exact integer sums of x^ x^^T, u^ u^^T, x^ and u^
+(float64 products of chunks of at most ``CHUNK`` rows, exact because every partial sum is an integer below 2^53;
+then int64, Python integers beyond). A row then contributes, at clipping level m (tau = r 2^-m), x^ x^^T r^2
+4^-(j+k) (j >= m) or tau^2 u^ u^^T 4^-k (j < m): its norm is at most tau (1 + (d + 8) u + sqrt(d) 2^-(k+1))
+(``row_scale``: the rounding adds at most half a step per coordinate), the neighbours' sensitivities' ``scale``
+(mechanisms/neighbours.py). The sums are the same integers whatever the input kind, block size or order.
+
+The statistics a release reads are then formed exactly and rounded once, from magnitudes bounded by public facts:
+- the covariance Sigma = S / ñ, S = sum of the contributions, with each entry clipped to [-tau^2, tau^2] (1-Lipschitz:
+  sensitivities hold; Sigma's exact entries lie there whenever n <= ñ): float error 3u tau^2;
+- for eigenvalues, S / (ñ + tr(S) / (K tau^2)) (``EIGEN_TRACE_FACTOR`` K): its spectral norm is at most K tau^2, so
+  the eigensolver's error is public, and its eigenvalues still move by at most ||x||^2 / ñ in l1 and l2 (proof in
+  docs/privacy.md); the released values are mapped back by lambda / (1 - sum(lambda) / (K tau^2)) (post-processing);
+- the trace and the mean, clipped to their public ranges.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .banded import band_edges, bands_of
+from .neighbours import Neighbours
+from .problem import CovProblem, row_norms
+
+GRID_BITS = 14  # x^ on 2^-14 of its band's edge: sqrt(d) 2^-15 more norm (1e-3 at d = 1000)
+FLOOR_BAND = 60  # rows below r 2^-60 share that band's grid (their contributions are < 4^-60 r^2 each)
+CHUNK = 1 << 16  # rows per exact float64 product: CHUNK (2^k + 1)^2 < 2^53
+INT64_ROWS = 1 << 32  # int64 accumulators hold this many rows' (2^k + 1)^2 entries; Python integers beyond
+EIGEN_TRACE_FACTOR = 256.0  # K above
+UNIT_ROUNDOFF = 2.0**-53
+
+
+def row_scale(d: int, bits: int = GRID_BITS) -> float:
+    """A summed row's norm over its bound (rounding to the grid, and the float steps that clip, shift and scale it)."""
+    return 1 + (d + 8) * UNIT_ROUNDOFF + math.sqrt(d) * 2.0 ** -(bits + 1)
+
+
+class ExactBandSums:
+    """Per band: the count and the exact integer sums of the rounded rows (module docstring). ``add`` a block of rows
+    (finite; clipped to ``clip`` here), ``merge`` another's sums. Integer sums: any order, any blocks, same result."""
+
+    def __init__(self, radius: float, bits: int = GRID_BITS):
+        if not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+        self.radius, self.bits, self.n, self.d = float(radius), int(bits), 0, None
+        self.counts: dict[int, int] = {}
+        self.moments: dict[int, np.ndarray] = {}
+        self.directions: dict[int, np.ndarray] = {}
+        self.totals: dict[int, np.ndarray] = {}
+        self.unit_totals: dict[int, np.ndarray] = {}
+        self._moments_at: dict[int, tuple] = {}  # clipped_moment's results by level (cleared when rows are added)
+
+    def add(self, X: np.ndarray, clip: float = np.inf, shift: np.ndarray | None = None) -> "ExactBandSums":
+        """Rows of ``X`` clipped to norm ``clip``, then shifted by ``-shift`` (a released mean), then (rounding aside)
+        inside the radius: clipped onto it where float rounding left them an ulp outside."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"data must be a 2-D array, got shape {X.shape}")
+        self.d = X.shape[1] if self.d is None else self.d
+        if X.shape[1] != self.d:
+            raise ValueError(f"a block of {X.shape[1]} columns after blocks of {self.d}")
+        for start in range(0, len(X), CHUNK):
+            self._add_chunk(X[start:start + CHUNK], clip, shift)
+        return self
+
+    def _add_chunk(self, X: np.ndarray, clip: float, shift) -> None:
+        norms = row_norms(X)
+        if np.isfinite(clip):
+            outside = norms > clip
+            if outside.any():
+                X = X.copy()
+                X[outside] *= (clip / norms[outside])[:, None]
+                norms = np.where(outside, clip, norms)
+        if shift is not None:
+            X = X - shift
+            norms = row_norms(X)
+        outside = norms > self.radius
+        if outside.any():  # rounding: onto the sphere
+            X = X.copy() if shift is None else X
+            X[outside] *= (self.radius / norms[outside])[:, None]
+            norms = np.where(outside, self.radius, norms)
+        bands = np.full(len(X), -1, dtype=np.int64)
+        nonzero = norms > 0
+        if nonzero.any():
+            values = np.ascontiguousarray(norms[nonzero])
+            out = np.empty(len(values), dtype=np.int64)
+            bands_of(values, self.radius, band_edges(self.radius), out)
+            bands[nonzero] = np.minimum(out, FLOOR_BAND)
+        step = math.ldexp(1.0, self.bits)
+        for j in np.unique(bands[nonzero]):
+            index = np.flatnonzero(bands == j)
+            rows = X[index]
+            rounded = np.rint(rows * (math.ldexp(1.0, int(j) + self.bits) / self.radius))
+            units = np.rint(rows / norms[index][:, None] * step)
+            self._accumulate(int(j), len(index), rounded.T @ rounded, units.T @ units, rounded.sum(axis=0),
+                             units.sum(axis=0))
+        self.n += len(X)
+
+    def _accumulate(self, j: int, count: int, moment, direction, total, unit_total) -> None:
+        self._moments_at.clear()
+        values = [np.asarray(v).astype(np.int64) if not isinstance(v, np.ndarray) or v.dtype != object else v
+                  for v in (moment, direction, total, unit_total)]
+        if j not in self.counts:
+            self.counts[j] = 0
+            self.moments[j], self.directions[j], self.totals[j], self.unit_totals[j] = \
+                (np.zeros_like(v, dtype=np.int64) for v in values)
+        self.counts[j] += count
+        if self.counts[j] > INT64_ROWS:  # beyond int64's room: exact Python integers
+            for store in (self.moments, self.directions, self.totals, self.unit_totals):
+                if store[j].dtype != object:
+                    store[j] = store[j].astype(object)
+        for store, value in zip((self.moments, self.directions, self.totals, self.unit_totals), values):
+            if store[j].dtype == object:
+                store[j] = store[j] + value.astype(object)
+            else:
+                store[j] += value
+
+    def merge(self, other: "ExactBandSums") -> "ExactBandSums":
+        if other.radius != self.radius or other.bits != self.bits:
+            raise ValueError("cannot merge exact sums of another radius or grid")
+        if other.d is not None and self.d is not None and other.d != self.d:
+            raise ValueError(f"cannot merge sums of {other.d} columns into sums of {self.d}")
+        for j in sorted(other.counts):
+            self._accumulate(j, other.counts[j], other.moments[j], other.directions[j], other.totals[j],
+                             other.unit_totals[j])
+        self.n += other.n
+        self.d = self.d if self.d is not None else other.d
+        return self
+
+    # --- exact statistics at clipping level m (tau = r 2^-m), in integer units ---------------------------------
+
+    def _level(self, m: int) -> int:
+        return max(int(m), 0)
+
+    def clipped_moment(self, m: int):
+        """(S as exact integers in units of r^2 4^-(F+k), F = FLOOR_BAND; its trace) of the rows clipped to r 2^-m."""
+        m, F = self._level(m), FLOOR_BAND
+        if m in self._moments_at:
+            return self._moments_at[m]
+        d = self.d
+        total = np.zeros((d, d), dtype=object)
+        for j, count in self.counts.items():
+            if j >= m:
+                total = total + self.moments[j].astype(object) * (4 ** (F - j))
+            else:
+                total = total + self.directions[j].astype(object) * (4 ** (F - m))
+        trace = sum(total[i, i] for i in range(d))
+        self._moments_at[m] = (total, int(trace))
+        return total, int(trace)
+
+    def clipped_total(self, m: int):
+        """sum of the clipped rows as exact integers in units of r 2^-(F+k)."""
+        m, F = self._level(m), FLOOR_BAND
+        total = np.zeros(self.d, dtype=object)
+        for j in self.counts:
+            if j >= m:
+                total = total + self.totals[j].astype(object) * (2 ** (F - j))
+            else:
+                total = total + self.unit_totals[j].astype(object) * (2 ** (F - m))
+        return total
+
+    def unit(self, power: int) -> float:
+        """The value of one integer unit: r^power 2^-power (F + k)."""
+        return self.radius**power * math.ldexp(1.0, -power * (FLOOR_BAND + self.bits))
+
+    def sigma(self, m: int, n_public: int) -> tuple[np.ndarray, float]:
+        """(Sigma of the clipped rows, entries clipped to [-tau^2, tau^2], its float error per entry)."""
+        moment, _ = self.clipped_moment(m)
+        limit = int(n_public) * 4 ** (FLOOR_BAND + self.bits - self._level(m))  # ñ tau^2 in units
+        clipped = np.clip(moment, -limit, limit).astype(float)  # correctly rounded: u relative
+        tau2 = (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
+        out = clipped * self.unit(2) / int(n_public)
+        return (out + out.T) / 2, 4 * UNIT_ROUNDOFF * tau2
+
+    def eigen_matrix(self, m: int, n_public: int) -> tuple[np.ndarray, float, float]:
+        """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm)."""
+        moment, trace = self.clipped_moment(m)
+        tau2 = (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
+        unit = self.unit(2)
+        divisor = int(n_public) + (trace * unit) / (EIGEN_TRACE_FACTOR * tau2)
+        out = moment.astype(float) * (unit / divisor)
+        bound = EIGEN_TRACE_FACTOR * tau2
+        return (out + out.T) / 2, 6 * UNIT_ROUNDOFF * bound, bound
+
+    def trace(self, m: int, n_public: int) -> tuple[float, float]:
+        """(tr Sigma of the clipped rows, clipped to [0, tau^2], its float error)."""
+        _, trace = self.clipped_moment(m)
+        limit = int(n_public) * 4 ** (FLOOR_BAND + self.bits - self._level(m))
+        tau2 = (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
+        return float(min(trace, limit)) * self.unit(2) / int(n_public), 4 * UNIT_ROUNDOFF * tau2
+
+    def mean(self, m: int, n_public: int) -> tuple[np.ndarray, float]:
+        """(the clipped rows' sum / ñ, entries clipped to [-tau, tau], its float error per entry)."""
+        total = self.clipped_total(m)
+        limit = int(n_public) * 2 ** (FLOOR_BAND + self.bits - self._level(m))
+        tau = self.radius * math.ldexp(1.0, -self._level(m))
+        return np.clip(total, -limit, limit).astype(float) * self.unit(1) / int(n_public), 4 * UNIT_ROUNDOFF * tau
+
+
+def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
+    """The add/remove CovProblem of ``sums`` at the released count ñ = ``n_public``: float band statistics (the rounded
+    rows' sums / ñ) for what is not released hardened, the exact sums for what is (``CovProblem.exact``)."""
+    if sums.n == 0 or sums.d is None:
+        raise ValueError("data must have at least one row and one column, got no rows")
+    n, d, r = int(n_public), sums.d, sums.radius
+    exponents = np.array(sorted(sums.counts), dtype=np.int64)
+    step = [math.ldexp(1.0, -(int(j) + sums.bits)) for j in exponents]  # x^'s grid over r
+    unit_step = math.ldexp(1.0, -sums.bits)
+    moments = np.array([sums.moments[j].astype(float) * (r * s) ** 2 / n for j, s in zip(exponents, step)]
+                       ).reshape(len(exponents), d, d)
+    directions = np.array([sums.directions[j].astype(float) * unit_step**2 / n for j in exponents]
+                          ).reshape(len(exponents), d, d)
+    totals = np.array([sums.totals[j].astype(float) * (r * s) / n for j, s in zip(exponents, step)]
+                      ).reshape(len(exponents), d)
+    unit_totals = np.array([sums.unit_totals[j].astype(float) * unit_step / n for j in exponents]
+                           ).reshape(len(exponents), d)
+    counts = np.array([sums.counts[j] for j in exponents], dtype=np.int64)
+    sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
+    sigma = (sigma + sigma.T) / 2
+    return CovProblem(n, d, r, sigma, np.linalg.eigvalsh(sigma)[::-1].copy(), exponents, counts, moments, directions,
+                      ridge, None, totals, unit_totals, Neighbours("add_remove", row_scale(d, sums.bits)), sums)
+
+
+def eigenvalues_back(values: np.ndarray, tau2: float) -> np.ndarray:
+    """Released eigenvalues of S / (ñ + tr S / (K tau^2)) mapped back to those of S / ñ: lambda / (1 - sum lambda /
+    (K tau^2)) (exact for the exact values; post-processing of the noisy ones; the divisor kept >= 1/2)."""
+    shrink = 1 - float(np.sum(values)) / (EIGEN_TRACE_FACTOR * tau2)
+    return np.asarray(values) / max(shrink, 0.5)
