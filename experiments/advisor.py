@@ -22,6 +22,7 @@ import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
+from dpcov.mechanisms.neighbours import ADD_REMOVE
 from dpcov.mechanisms.privacy import budget_guaranteeing
 from dpcov.mechanisms.problem import CovProblem
 from dpcov.mechanisms.registry import MECHANISMS, get_mechanism, release
@@ -91,15 +92,21 @@ def _runs(name: str, problem: CovProblem, budget, trials: range, seed: int, opti
 
 def simulate(n: int, d: int, budget, radius: float = 1.0, trace: float | None = None, decay: float = 0.0,
              mechanisms=None, seconds: float = 30.0, trials: int | None = None, seed: int = 0, n_jobs: int = -1,
-             problem: CovProblem | None = None, options: dict | None = None, norms: str = "extreme") -> pd.DataFrame:
+             problem: CovProblem | None = None, options: dict | None = None, norms: str = "extreme",
+             privacy_unit: str = "replace_one") -> pd.DataFrame:
     """One row per mechanism that can meet ``budget``: its own budget, mean Frobenius error with a 95 %
     interval over its trials, the number of trials and seconds per release; ranked by the mean.
     ``trials`` fixes the count (the numbers are then identical on every run and for any n_jobs);
     otherwise a one-trial pilot times each mechanism and the rest of ``seconds`` (on all workers)
-    sets its trials (between 3 and 30). ``options``: mechanism -> its options (default: none)."""
+    sets its trials (between 3 and 30). ``options``: mechanism -> its options (default: none).
+    ``privacy_unit="add_remove"``: each line as the estimators run it under add/remove, the count taken as known
+    (its share of the budget is the caller's to remove): a native line (mechanisms/neighbours.py) on the rows'
+    sums at its add/remove sensitivity, the others at their replace-one calibration (the reduction's)."""
     options = options or {}
     trace = radius**2 if trace is None else float(trace)
     problem = problem or synthetic_problem(n, d, radius, trace, decay, seed, norms)
+    native = replace(problem, neighbours=ADD_REMOVE) if privacy_unit == "add_remove" else problem
+    problems = {name: native if get_mechanism(name).native else problem for name in (mechanisms or candidates())}
     names = []
     for name in mechanisms or candidates():
         notion = get_mechanism(name).notion  # an unknown name is an error, not a silent omission
@@ -111,17 +118,18 @@ def simulate(n: int, d: int, budget, radius: float = 1.0, trace: float | None = 
     started = time.perf_counter()
     parallel = Parallel(n_jobs=n_jobs)
     if trials is None:
-        pilot = dict(zip(names, parallel(delayed(_runs)(m, problem, budget, range(1), seed, options.get(m, {})) for m in names)))
+        pilot = dict(zip(names, parallel(delayed(_runs)(m, problems[m], budget, range(1), seed, options.get(m, {}))
+                                         for m in names)))
         left = max(seconds - (time.perf_counter() - started), 0.0) * effective_n_jobs(n_jobs)
         share = left / max(len(names), 1)
         plan = {m: (0 if pilot[m] and pilot[m][-1][3] else
                     int(np.clip(share / max(pilot[m][0][2], 1e-4), MIN_TRIALS - 1, MAX_TRIALS - 1))) for m in names}
-        rest = parallel(delayed(_runs)(m, problem, budget, range(1, 1 + plan[m]), seed, options.get(m, {}))
+        rest = parallel(delayed(_runs)(m, problems[m], budget, range(1, 1 + plan[m]), seed, options.get(m, {}))
                         for m in names)
         runs = {m: pilot[m] + r for m, r in zip(names, rest)}
     else:
-        runs = dict(zip(names, parallel(delayed(_runs)(m, problem, budget, range(trials), seed, options.get(m, {}))
-                                   for m in names)))
+        runs = dict(zip(names, parallel(delayed(_runs)(m, problems[m], budget, range(trials), seed,
+                                                       options.get(m, {})) for m in names)))
     rows = []
     for name in names:
         mechanism = get_mechanism(name)

@@ -55,15 +55,16 @@ ISSUE_CELLS = {(name, budget) for name in ("mnist49", "digits", "cancer") for bu
 RADIUS_MECHANISMS = ("itu", "lap", "gauss")  # calibrated to the declared radius: where a loose one costs most
 
 
-def _pca_fit(X, k, budget, seed, radius=1.0, mechanism="auto") -> tuple[float, str]:
+def _pca_fit(X, k, budget, seed, radius=1.0, mechanism="auto", privacy_unit="replace_one") -> tuple[float, str]:
     """(captured variance, the mechanism fitted: auto's choice may differ by seed, through the released median)"""
     try:
-        return measure.score_fit("pca", mechanism, budget, X, None, k, seed, radius)[:2]
+        return measure.score_fit("pca", mechanism, budget, X, None, k, seed, radius, privacy_unit=privacy_unit)[:2]
     except ValueError:  # radius="private" refuses too few rows for its share: reported as such
         return float("nan"), ""
 
 
-def measure_pca(seeds: int, n_jobs: int, sets=PCA_DATA, kept: pd.DataFrame | None = None) -> pd.DataFrame:
+def measure_pca(seeds: int, n_jobs: int, sets=PCA_DATA, kept: pd.DataFrame | None = None,
+                privacy_unit: str = "replace_one") -> pd.DataFrame:
     """Every config of every cell; with ``kept`` (a committed pca.csv), only the defaults' configs ("default...")
     are fitted again and every registered mechanism's rows are kept from it."""
     rows = []
@@ -82,7 +83,7 @@ def measure_pca(seeds: int, n_jobs: int, sets=PCA_DATA, kept: pd.DataFrame | Non
             if kept is not None:
                 configs_b = configs
                 old = kept[(kept.data == name) & (kept.budget == str(budget)) & ~kept.config.str.startswith("default")]
-            jobs = [(c, s, delayed(_pca_fit)(X, k, budget, s, **settings))
+            jobs = [(c, s, delayed(_pca_fit)(X, k, budget, s, **settings, privacy_unit=privacy_unit))
                     for c, settings in configs_b.items() for s in range(seeds)]
             values = Parallel(n_jobs=n_jobs)(job for _, _, job in jobs)
             chosen = pd.Series([m for (c, _, _), (_, m) in zip(jobs, values) if c == "default"]).mode()[0]
@@ -394,6 +395,9 @@ def main(argv=None) -> int:
     p.add_argument("--n-jobs", type=int, default=-1)
     p.add_argument("--defaults-only", action="store_true",
                    help="fit only the defaults' configs again; keep the registered mechanisms' rows of the committed csv")
+    p.add_argument("--privacy-unit", choices=("replace_one", "add_remove"), default="replace_one",
+                   help="the unit every fit runs under; add_remove writes pca_add_remove.* (the estimators' default "
+                        "unit: each line at its add/remove sensitivity, issue 59)")
     p.add_argument("--held-out", action="store_true",
                    help=f"the sets no default was designed on ({', '.join(HELD_OUT_COMPONENTS)}): pca_held_out.*")
     sub.add_parser("agreement", help="auto's first choice against the measured best on held-out cells")
@@ -418,10 +422,15 @@ def main(argv=None) -> int:
     elif args.command == "pca":
         OUT.mkdir(parents=True, exist_ok=True)
         sets, stem = (tuple(HELD_OUT_COMPONENTS), "pca_held_out") if args.held_out else (PCA_DATA, "pca")
+        stem += "_add_remove" if args.privacy_unit == "add_remove" else ""
         kept = pd.read_csv(OUT / f"{stem}.csv") if args.defaults_only else None
-        frame = measure_pca(args.seeds, args.n_jobs, sets, kept)
+        frame = measure_pca(args.seeds, args.n_jobs, sets, kept, args.privacy_unit)
         frame.to_csv(OUT / f"{stem}.csv", index=False, float_format="%.6g")
         report = pca_report(frame, held_out=args.held_out)
+        if args.privacy_unit == "add_remove":
+            report = report.replace("\n", " -- under privacy_unit=\"add_remove\" (the estimators' default unit: each "
+                                    "line at its add/remove sensitivity, issue 59)\n", 1).replace(
+                "scripts/defaults.py pca", "scripts/defaults.py pca --privacy-unit add_remove", 1)
         if args.defaults_only:
             report += ("\nThe defaults' columns were fitted again with `--defaults-only` (hardened numerics, the estimators' "
                        "default since issue 48; auto chooses among hardened mechanisms); the registered mechanisms' "

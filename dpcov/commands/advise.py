@@ -161,12 +161,13 @@ def budget_point(budget) -> dict:
 def measured_advice(n: int, d: int, budget, radius: float = 1.0, trace: float | None = None,
                     decay: float = DEFAULT_DECAY,
                     mechanisms=DEFAULT_MECHANISMS, seconds: float = 30.0, trials: int | None = None, seed: int = 0,
-                    n_jobs: int = -1, options: dict | None = None, norms: str = "extreme") -> pd.DataFrame:
+                    n_jobs: int = -1, options: dict | None = None, norms: str = "extreme",
+                    privacy_unit: str = "replace_one") -> pd.DataFrame:
     """The simulation's ranking (experiments/advisor.py) with each mechanism's declared prediction on the
-    same assumed spectrum beside it (``theory``, ``kind``)."""
+    same assumed spectrum beside it (``theory``, ``kind``; replace-one's)."""
     trace = radius**2 if trace is None else trace
     frame = simulate(n, d, budget, radius, trace, decay, mechanisms, seconds, trials, seed, n_jobs, options=options,
-                     norms=norms)
+                     norms=norms, privacy_unit=privacy_unit)
     params = {"n": n, "d": d, "radius": radius, **budget_point(budget), "eigenvalues": spectrum(d, trace, decay)}
     theory = [predicted_error(m, params) for m in frame.mechanism]
     frame["theory"] = [np.nan if t is None else t for t in theory]
@@ -432,13 +433,14 @@ def main(argv=None) -> None:
             print(f"simulating {len(mechanisms)} mechanisms on synthetic data with these public facts "
                   f"({'%d trials each' % args.trials if args.trials else 'about %g s' % args.seconds}) ...", flush=True)
             frame = measured_advice(args.n, args.d, budget, radius, trace, args.decay, mechanisms, args.seconds,
-                                    args.trials, args.seed, norms=args.norms)
+                                    args.trials, args.seed, norms=args.norms, privacy_unit=args.privacy_unit)
     except ValueError as err:
         parser.error(str(err))
     if args.privacy_unit == "add_remove":
         print(f"privacy unit add_remove: the row count is released with {COUNT_SHARE:g} of {whole}; the mechanisms "
-              f"below run at the rest, {budget} (about 1-2 % more error at n >= 2000: "
-              f"results/measurements/privacy_unit.txt)")
+              f"below run at the rest, {budget}, each line with an add/remove calibration at its add/remove "
+              f"sensitivity (measured; --theory-only predicts replace-one's), the others at replace-one's "
+              f"(results/measurements/privacy_unit.txt)")
     print(f"n = {args.n}, d = {args.d}, r = {radius:g}, budget {budget}, assumed tr = {trace:g}"
           f"{' (the worst case)' if args.trace is None else ''}"
           f"{'' if args.theory_only else f', spectrum ~ i^-{args.decay:g}'}; metric "
