@@ -423,13 +423,13 @@ class _PrivateFit:
         limit = np.inf if private else float(self.radius) * (1 + 1e-12)
         not_finite, outside, *histogram = fit.rows.reduce(_bad_rows, np.add, limit, private)
         fit.histogram_of_all = np.array(histogram) if private else None
-        if not_finite:
-            raise ValueError(f"data contains NaN or inf in {not_finite} row{'s' if not_finite > 1 else ''}: drop or "
-                             f"impute them before the fit (the error names no row: it is an output too)")
+        if not_finite:  # the error says neither which rows nor how many: it is an output too
+            raise ValueError("data contains NaN or inf: drop or impute those rows before the fit (the error names no "
+                             "row and no count: it is an output too)")
         if outside and not self.clip:
-            raise ValueError(f"{outside} {'rows have' if outside > 1 else 'row has'} norm > radius = {self.radius:g}: "
-                             f"pass a radius that bounds every row, clip=True to project them onto the ball, or "
-                             f"radius='private'")
+            raise ValueError(f"some rows have norm > radius = {self.radius:g}: pass a radius that bounds every row, "
+                             f"clip=True to project them onto the ball, or radius='private' (the error names no row "
+                             f"and no count)")
         if self.radius != "private":
             fit.radius = fit.clip = float(self.radius)
 

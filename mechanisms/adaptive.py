@@ -11,6 +11,7 @@ from .gaussian import (covariance_float_error, gauss_at, gauss_noisy, gaussian_s
                        separate_terms)
 from .predictions import Bound, Facts
 from .privacy import PureDP, ZCDP, Accountant, eps_within
+from .exact_sums import FLOOR_BAND
 from .problem import CovProblem
 from .spectral import Spectral
 from .transcript import released as _step
@@ -198,6 +199,12 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     predict_gauss, predict_separate = (laplace.lap_noise, laplace.separate_lap_noise) if pure \
         else (gauss_noise, separate_noise)
     n, d = problem.n, problem.d
+    if numerics == "hardened" and problem.neighbours.add_remove and problem.exact is None:
+        raise ValueError("hardened AdaptiveCov at add/remove sensitivity needs the rows' exact sums "
+                         "(mechanisms/exact_sums.py exact_problem): its float errors must not depend on the private "
+                         "row count")
+    # exact sums serve clipping levels down to r 2^-FLOOR_BAND (a public cap on both walks)
+    deepest = FLOOR_BAND if problem.exact is not None else MAX_HALVINGS
     halvings = min(d * n, MAX_HALVINGS)
     # the noise predictions (Dong §5.2) stay replace-one's under add/remove too, though the covariance's noise is then
     # smaller: read at the add/remove sensitivity (a larger count) they stop the SVT at a larger tau, and on MNIST-49
@@ -206,7 +213,7 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     # Step 1: r~ = PrivRadius(X, sqrt(rho)/2, beta/8, 2^-2dn) -- or the declared radius.
     if radius == "private":
         eps_radius = svt_eps(total.scaled(split["radius"]))
-        m0 = private_radius_exponent(problem, eps_radius, beta / 8, min(2 * d * n, MAX_HALVINGS),
+        m0 = private_radius_exponent(problem, eps_radius, beta / 8, min(2 * d * n, MAX_HALVINGS, deepest),
                                      accountant, rng, numerics)
     else:
         m0 = 0
@@ -232,6 +239,8 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
         noisy_trace = _step("gaussian", "AdaptiveCov: trace", clipped_trace, clipped_trace + sd * rng.standard_normal(),
                             sensitivity=r_tilde**2 / n, norm="l2", scale=sd) + sd * math.sqrt(2 * math.log(8 / beta))
     trace_hat = min(noisy_trace, r_tilde**2)
+    if problem.exact is not None:  # tau~ = r~ 2^-(k-2) stays at or above r 2^-FLOOR_BAND (k <= halvings + 1)
+        halvings = max(1, min(halvings, deepest + 1 - m0))
     # Step 5: SVT over Diff(X~, tr^, tau, rho_cov, beta/2), tau = r~, r~/2, ..., threshold 0.
     cov_budget = total.scaled(cov_fraction)
     exponents, counts = problem.clipped_counts(m0)

@@ -54,6 +54,10 @@ class ExactBandSums:
         if not (np.isfinite(radius) and radius > 0):
             raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
         self.radius, self.bits, self.n, self.d = float(radius), int(bits), 0, None
+        # rows are scaled by 2^-e (exact) so the radius lies in [1/2, 1): no square of a row above the floor band
+        # underflows, whatever the radius (a row's norm and direction stay exact to a few ulps)
+        self._exponent = math.frexp(self.radius)[1]
+        self._radius = math.ldexp(self.radius, -self._exponent)
         self.counts: dict[int, int] = {}
         self.moments: dict[int, np.ndarray] = {}
         self.directions: dict[int, np.ndarray] = {}
@@ -75,34 +79,37 @@ class ExactBandSums:
         return self
 
     def _add_chunk(self, X: np.ndarray, clip: float, shift) -> None:
-        norms = row_norms(X)
-        if np.isfinite(clip):
+        if np.isfinite(clip):  # in the rows' own units (row_norms norms a finite row whose squares overflow)
+            norms = row_norms(X)
             outside = norms > clip
             if outside.any():
                 X = X.copy()
                 X[outside] *= (clip / norms[outside])[:, None]
-                norms = np.where(outside, clip, norms)
+        e = self._exponent
+        X = np.ldexp(X, -e)  # exact: the radius now in [1/2, 1), the rows inside it (up to rounding)
         if shift is not None:
-            X = X - shift
-            norms = row_norms(X)
-        outside = norms > self.radius
-        if outside.any():  # rounding: onto the sphere
-            X = X.copy() if shift is None else X
-            X[outside] *= (self.radius / norms[outside])[:, None]
-            norms = np.where(outside, self.radius, norms)
+            X = X - np.ldexp(np.asarray(shift, dtype=float), -e)
+        radius = self._radius
+        norms = row_norms(X)
+        outside = norms > radius
+        if outside.any():  # rounding (of the clip, or of a shifted row): onto the sphere
+            X[outside] *= (radius / norms[outside])[:, None]
+            norms = np.where(outside, radius, norms)
         bands = np.full(len(X), -1, dtype=np.int64)
         nonzero = norms > 0
         if nonzero.any():
             values = np.ascontiguousarray(norms[nonzero])
             out = np.empty(len(values), dtype=np.int64)
-            bands_of(values, self.radius, band_edges(self.radius), out)
+            bands_of(values, radius, band_edges(radius), out)
             bands[nonzero] = np.minimum(out, FLOOR_BAND)
         step = math.ldexp(1.0, self.bits)
         for j in np.unique(bands[nonzero]):
             index = np.flatnonzero(bands == j)
             rows = X[index]
-            rounded = np.rint(rows * (math.ldexp(1.0, int(j) + self.bits) / self.radius))
-            units = np.rint(rows / norms[index][:, None] * step)
+            rounded = np.rint(rows * (math.ldexp(1.0, int(j) + self.bits) / radius))
+            # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms may
+            # have underflowed: theirs are left zero
+            units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[index][:, None] * step)
             self._accumulate(int(j), len(index), rounded.T @ rounded, units.T @ units, rounded.sum(axis=0),
                              units.sum(axis=0))
         self.n += len(X)
@@ -141,7 +148,13 @@ class ExactBandSums:
     # --- exact statistics at clipping level m (tau = r 2^-m), in integer units ---------------------------------
 
     def _level(self, m: int) -> int:
-        return max(int(m), 0)
+        """A clipping level the exact sums serve: 0 <= m <= FLOOR_BAND (rows below r 2^-60 share band 60's grid, and
+        deeper levels would read their directions and leave the integers: refused, from the public m alone)."""
+        m = max(int(m), 0)
+        if m > FLOOR_BAND:
+            raise ValueError(f"clipping at r 2^-{m}: the exact sums of add/remove's hardened releases serve levels "
+                             f"down to r 2^-{FLOOR_BAND} (mechanisms/exact_sums.py)")
+        return m
 
     def clipped_moment(self, m: int):
         """(S as exact integers in units of r^2 4^-(F+k), F = FLOOR_BAND; its trace) of the rows clipped to r 2^-m."""
@@ -170,42 +183,45 @@ class ExactBandSums:
                 total = total + self.unit_totals[j].astype(object) * (2 ** (F - m))
         return total
 
-    def unit(self, power: int) -> float:
-        """The value of one integer unit: r^power 2^-power (F + k)."""
-        return self.radius**power * math.ldexp(1.0, -power * (FLOOR_BAND + self.bits))
+    def in_units(self, values, power: int, divisor: float):
+        """Exact integers (an array, or one) in units of r^power 2^-power (F + k), divided by ``divisor``, as floats:
+        the radius's power-of-two part applied last by ldexp (exact), so nothing underflows on the way; two
+        roundings (values times r'^power, r' the radius in [1/2, 1), then / divisor) after the conversion's one."""
+        values = np.asarray(values).astype(float) * (self._radius**power / divisor)
+        return np.ldexp(values, power * (self._exponent - FLOOR_BAND - self.bits))
+
+    def _tau2(self, m: int) -> float:
+        return (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
 
     def sigma(self, m: int, n_public: int) -> tuple[np.ndarray, float]:
         """(Sigma of the clipped rows, entries clipped to [-tau^2, tau^2], its float error per entry)."""
         moment, _ = self.clipped_moment(m)
         limit = int(n_public) * 4 ** (FLOOR_BAND + self.bits - self._level(m))  # ñ tau^2 in units
-        clipped = np.clip(moment, -limit, limit).astype(float)  # correctly rounded: u relative
-        tau2 = (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
-        out = clipped * self.unit(2) / int(n_public)
-        return (out + out.T) / 2, 4 * UNIT_ROUNDOFF * tau2
+        out = self.in_units(np.clip(moment, -limit, limit), 2, int(n_public))
+        return (out + out.T) / 2, 5 * UNIT_ROUNDOFF * self._tau2(m)
 
     def eigen_matrix(self, m: int, n_public: int) -> tuple[np.ndarray, float, float]:
         """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm)."""
-        moment, trace = self.clipped_moment(m)
-        tau2 = (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
-        unit = self.unit(2)
-        divisor = int(n_public) + (trace * unit) / (EIGEN_TRACE_FACTOR * tau2)
-        out = moment.astype(float) * (unit / divisor)
-        bound = EIGEN_TRACE_FACTOR * tau2
-        return (out + out.T) / 2, 6 * UNIT_ROUNDOFF * bound, bound
+        level = self._level(m)
+        moment, trace = self.clipped_moment(level)
+        # tr(S) / tau^2 in units of 4^-(F + k - m): no radius in it (three roundings)
+        divisor = int(n_public) + math.ldexp(float(trace), 2 * (level - FLOOR_BAND - self.bits)) / EIGEN_TRACE_FACTOR
+        out = self.in_units(moment, 2, divisor)
+        bound = EIGEN_TRACE_FACTOR * self._tau2(level)
+        return (out + out.T) / 2, 12 * UNIT_ROUNDOFF * bound, bound
 
     def trace(self, m: int, n_public: int) -> tuple[float, float]:
         """(tr Sigma of the clipped rows, clipped to [0, tau^2], its float error)."""
         _, trace = self.clipped_moment(m)
         limit = int(n_public) * 4 ** (FLOOR_BAND + self.bits - self._level(m))
-        tau2 = (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
-        return float(min(trace, limit)) * self.unit(2) / int(n_public), 4 * UNIT_ROUNDOFF * tau2
+        return float(self.in_units(min(trace, limit), 2, int(n_public))), 5 * UNIT_ROUNDOFF * self._tau2(m)
 
     def mean(self, m: int, n_public: int) -> tuple[np.ndarray, float]:
         """(the clipped rows' sum / ñ, entries clipped to [-tau, tau], its float error per entry)."""
         total = self.clipped_total(m)
         limit = int(n_public) * 2 ** (FLOOR_BAND + self.bits - self._level(m))
         tau = self.radius * math.ldexp(1.0, -self._level(m))
-        return np.clip(total, -limit, limit).astype(float) * self.unit(1) / int(n_public), 4 * UNIT_ROUNDOFF * tau
+        return self.in_units(np.clip(total, -limit, limit), 1, int(n_public)), 5 * UNIT_ROUNDOFF * tau
 
 
 def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
@@ -215,13 +231,13 @@ def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
         raise ValueError("data must have at least one row and one column, got no rows")
     n, d, r = int(n_public), sums.d, sums.radius
     exponents = np.array(sorted(sums.counts), dtype=np.int64)
-    step = [math.ldexp(1.0, -(int(j) + sums.bits)) for j in exponents]  # x^'s grid over r
     unit_step = math.ldexp(1.0, -sums.bits)
-    moments = np.array([sums.moments[j].astype(float) * (r * s) ** 2 / n for j, s in zip(exponents, step)]
+    # x^ on the grid r 2^-(j + k): in units of r^p 2^-p(F + k), a band's sums are 2^p(F - j) of its integers
+    moments = np.array([sums.in_units(sums.moments[j], 2, n) * 4.0 ** (FLOOR_BAND - int(j)) for j in exponents]
                        ).reshape(len(exponents), d, d)
     directions = np.array([sums.directions[j].astype(float) * unit_step**2 / n for j in exponents]
                           ).reshape(len(exponents), d, d)
-    totals = np.array([sums.totals[j].astype(float) * (r * s) / n for j, s in zip(exponents, step)]
+    totals = np.array([sums.in_units(sums.totals[j], 1, n) * 2.0 ** (FLOOR_BAND - int(j)) for j in exponents]
                       ).reshape(len(exponents), d)
     unit_totals = np.array([sums.unit_totals[j].astype(float) * unit_step / n for j in exponents]
                            ).reshape(len(exponents), d)

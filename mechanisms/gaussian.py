@@ -63,6 +63,7 @@ def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
     """
     l2 = neighbours.covariance_l2(row_bound, n)
     if numerics == "hardened":
+        _exact_or_refuse(neighbours, float_error)
         return hardened_upper(sigma, row_bound, n, accountant, "GaussCov: noisy covariance", budget,
                               lambda upper, error: noise.gaussian_release(
                                   upper, l2_sensitivity=l2, rho=budget.rho, bound=row_bound**2, float_error=error,
@@ -75,10 +76,20 @@ def gauss_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: ZCDP,
                  shape=sigma.shape)
 
 
+def _exact_or_refuse(neighbours: Neighbours, float_error: float | None) -> None:
+    """A hardened release under add/remove must be handed its statistic's float error from exact sums
+    (``released_sigma``): the default bound assumes n float-summed rows, and n is private there."""
+    if neighbours.add_remove and float_error is None:
+        raise ValueError("a hardened release at add/remove sensitivity needs its statistic from the rows' exact sums "
+                         "and their float error (released_sigma / released_eigen: mechanisms/exact_sums.py); the "
+                         "default bound assumes the private row count")
+
+
 def released_sigma(problem: CovProblem, m: int, numerics: str) -> tuple[np.ndarray, float | None]:
     """(Sigma of Clip(X, r 2^-m), its per-entry float error) as a release reads it: the exact sums' under add/remove
     with hardened numerics (mechanisms/exact_sums.py); else the float statistic, whose error bound
-    (``covariance_float_error``) holds for n = problem.n rows summed -- refused where n is private."""
+    (``covariance_float_error``) holds for n = problem.n rows summed -- refused where n is private. A native plug-in
+    with hardened numerics reads its statistic here (``problem.sigma`` of an exact problem is a float sum)."""
     if problem.exact is not None:
         return problem.exact.sigma(m, problem.n)
     if numerics == "hardened" and problem.neighbours.add_remove:
@@ -164,6 +175,7 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
     # under add/remove (mechanisms/neighbours.py).
     l2 = neighbours.eigenvalues_l2(row_bound, n)
     if numerics == "hardened":
+        _exact_or_refuse(neighbours, values_error)
         noisy_values = back(hardened_eigenvalues(eigenvalues, row_bound, n, accountant, "SeparateCov: eigenvalues",
                                                  half, lambda values, error: noise.gaussian_release(
                                                      values, l2_sensitivity=l2, rho=half.rho, bound=row_bound**2,
@@ -172,9 +184,9 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov: eigenvalues")
         scale = gaussian_sigma(l2, half)
-        noisy_values = _step("gaussian", "SeparateCov: eigenvalues", eigenvalues,
-                             eigenvalues + scale * rng.standard_normal(len(eigenvalues)), sensitivity=l2, norm="l2",
-                             scale=scale, shape=np.shape(eigenvalues))
+        noisy_values = back(_step("gaussian", "SeparateCov: eigenvalues", eigenvalues,
+                                  eigenvalues + scale * rng.standard_normal(len(eigenvalues)), sensitivity=l2,
+                                  norm="l2", scale=scale, shape=np.shape(eigenvalues)))
     # Steps 3-4: eigenvectors of GaussCov(X, rho/2), from eigh (not SVD, which flips signs).
     _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
                                             float_error))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import hardened_eigenvalues, hardened_upper, mirrored_upper, released_eigen, released_sigma, upper_of
+from .gaussian import _exact_or_refuse, hardened_eigenvalues, hardened_upper, mirrored_upper, released_eigen, released_sigma, upper_of
 from .neighbours import REPLACE_ONE, Neighbours
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
@@ -33,6 +33,7 @@ def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
     d = sigma.shape[0]
     l1 = neighbours.covariance_l1(row_bound, n, d)
     if numerics == "hardened":
+        _exact_or_refuse(neighbours, float_error)
         return hardened_upper(sigma, row_bound, n, accountant, "LapCov: noisy covariance", budget,
                               lambda upper, error: noise.laplace_release(
                                   upper, l1_sensitivity=l1, eps=budget.eps, bound=row_bound**2, float_error=error,
@@ -60,6 +61,7 @@ def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bo
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1]
     l1 = neighbours.eigenvalues_l1(row_bound, n)
     if numerics == "hardened":
+        _exact_or_refuse(neighbours, values_error)
         noisy_values = back(hardened_eigenvalues(eigenvalues, row_bound, n, accountant,
                                                  "SeparateCov (Laplace): eigenvalues", half,
                                                  lambda values, error: noise.laplace_release(
@@ -69,9 +71,9 @@ def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bo
         noise.check_numerics(numerics)
         accountant.spend(half, "SeparateCov (Laplace): eigenvalues")
         scale = l1 / half.eps
-        noisy_values = _step("laplace", "SeparateCov (Laplace): eigenvalues", eigenvalues,
-                             eigenvalues + rng.laplace(scale=scale, size=len(eigenvalues)), sensitivity=l1,
-                             norm="l1", scale=scale, shape=np.shape(eigenvalues))
+        noisy_values = back(_step("laplace", "SeparateCov (Laplace): eigenvalues", eigenvalues,
+                                  eigenvalues + rng.laplace(scale=scale, size=len(eigenvalues)), sensitivity=l1,
+                                  norm="l1", scale=scale, shape=np.shape(eigenvalues)))
     _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
                                           float_error))
     return Spectral(noisy_values, vectors[:, ::-1])

@@ -546,7 +546,8 @@ def native_route(mechanism: Mechanism, problem: CovProblem) -> str:
             or value < 0 or (value == 0 and mechanism.fn is not gaussian.zero_cov):
         raise ValueError(f"mechanism {mechanism.name!r}: its declared add/remove sensitivity must be a positive finite "
                          f"number, got {value!r}")
-    return f"native add/remove: every row, / the released count; sensitivity {float(value):.6g}"
+    declared = f"; declared sensitivity {float(value):.6g}" if mechanism.plugin else ""  # each built-in step prints
+    return f"native add/remove: every row, / the released count{declared}"  # its own (hardened) sensitivity
 
 
 def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budget, rng: np.random.Generator,

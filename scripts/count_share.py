@@ -1,8 +1,8 @@
 """The count's share under native add/remove (issue 59, item 3). With every row summed and divided by the released
 count ñ, the count enters only as a divisor: Sigma~ = (S + noise) / ñ errs by the noise / ñ and by Sigma (n/ñ - 1).
 This measures the default estimator's error (mechanism="auto", hardened, centering="private") across count_share
-on sets from 178 to 50000 rows, at the head-to-head's budgets, and what dividing by ñ costs: the error with the
-same budget split but the divisor n itself (an oracle, not private), against the released ñ.
+on sets from 178 to 50000 rows, and states what dividing by ñ costs from the count's calibration: its sd over n, the
+relative error it puts on Sigma~ (``count sd / n`` at the default share).
 
     python scripts/count_share.py                 # writes results/measurements/count_share.txt
     python scripts/count_share.py --trials 5 --write /tmp/cs.txt
@@ -28,7 +28,13 @@ if str(ROOT) not in sys.path:
 import dpcov  # noqa: E402
 from dpcov.commands.head_to_head import pca_data, regression_data  # noqa: E402
 from dpcov.measure import scenario_rows  # noqa: E402
-from dpcov.mechanisms.units import COUNT_SHARE  # noqa: E402
+from dpcov.mechanisms.units import COUNT_SHARE, count_noise  # noqa: E402
+
+
+def count_sd(budget, share: float) -> float:
+    """The sd of the count's noise (rows) at ``share`` of ``budget`` (units.count_noise)."""
+    kind, scale = count_noise(budget.scaled(share))
+    return math.sqrt(2) * scale if kind == "discrete Laplace" else scale
 
 SHARES = (0.005, 0.01, 0.02, 0.05, 0.1)
 BUDGETS = (dpcov.ZCDP(0.125), dpcov.ZCDP(0.5), dpcov.PureDP(1.0))
@@ -63,7 +69,8 @@ def main(argv=None) -> None:
              f"# PrivateCovariance(budget, radius=1.0, centering='private'), auto, hardened; error ||Sigma~ - Sigma||_F,"
              f" mean over {args.trials} seeds, relative to the default share {COUNT_SHARE}",
              f"# {platform.machine()}, python {platform.python_version()}, numpy {np.__version__}", ""]
-    header = f"{'data':26s} {'budget':10s} " + " ".join(f"{s:>8g}" for s in SHARES) + "   best   err@default"
+    header = f"{'data':26s} {'budget':10s} " + " ".join(f"{s:>8g}" for s in SHARES) + \
+        "   best   err@default         count sd / n"
     lines.append(header)
     for name, X in datasets().items():
         for budget in BUDGETS:
@@ -75,7 +82,8 @@ def main(argv=None) -> None:
             base = errors[COUNT_SHARE][0]
             best = min(errors, key=lambda s: errors[s][0])
             lines.append(f"{name:26s} {str(budget):10s} " + " ".join(f"{errors[s][0] / base:8.3f}" for s in SHARES)
-                         + f"   {best:<6g} {base:.4g} (se {errors[COUNT_SHARE][1]:.2g})")
+                         + f"   {best:<6g} {base:.4g} (se {errors[COUNT_SHARE][1]:.2g})"
+                         + f"   {count_sd(budget, COUNT_SHARE) / len(X):.2g}")
             print(lines[-1], flush=True)
     lines += ["", f"wall time {time.time() - start:.0f} s (n_jobs={args.n_jobs})"]
     Path(args.write).write_text("\n".join(lines) + "\n")

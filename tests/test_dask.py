@@ -164,6 +164,6 @@ def test_an_estimators_refused_row_in_a_dask_collection_is_counted_not_named():
     X[250, 1] = X[10, 0] = np.nan
     estimator = dpcov.PrivateCovariance(mechanism="gauss", budget=dpcov.ZCDP(1.0), radius=1.0,
                                         centering="private", random_state=0)
-    with pytest.raises(ValueError, match=r"NaN or inf in 2 rows: drop or impute them") as refused:
+    with pytest.raises(ValueError, match=r"NaN or inf: drop or impute those rows") as refused:
         estimator.fit(da.from_array(X, chunks=(200, 3)))
     assert "250" not in str(refused.value) and "partition" not in str(refused.value)

@@ -175,3 +175,46 @@ def test_the_estimator_sums_every_row_under_add_remove():
     fit_kt = PrivateCovariance(mechanism="coinpress", budget=ZCDP(0.5), radius=1.0, centering="assume_centered",
                                random_state=0).fit(X)
     assert any("by the reduction" in what for what, _ in fit_kt.ledger_)
+
+
+def test_exact_sums_refuse_levels_below_their_floor_and_keep_tiny_radii_exact():
+    """Clipping below r 2^-60 would read the directions of rows whose squares underflow (a review's find: a row of
+    1e-162 entries moved Sigma by 92 tau^2 / ñ): refused from the public level alone. Rows are scaled by an exact power
+    of two first, so a tiny radius keeps its rows' norms and directions exact."""
+    X = np.random.default_rng(0).normal(size=(200, 50)) * 1e-162
+    problem = exact_problem(ExactBandSums(1.0).add(X), 200)
+    with pytest.raises(ValueError, match="levels down to r 2"):
+        problem.exact.sigma(61, 200)
+    fit = PrivateCovariance(mechanism="clip_gauss", mechanism_options={"tau": 2.0**-61}, budget=ZCDP(0.5), radius=1.0,
+                            centering="assume_centered", random_state=0)
+    with pytest.raises(ValueError, match="levels down to r 2"):
+        fit.fit(X)
+    rng = np.random.default_rng(1)
+    radius = 2.0**-500 * 3
+    Y = _rows(rng, 300, 6) * radius
+    x = rng.normal(size=(1, 6))
+    x *= radius / np.linalg.norm(x)
+    small, big = (exact_problem(ExactBandSums(radius).add(rows), 300) for rows in (Y, np.vstack([Y, x])))
+    for m in (0, 3, 20):
+        a, b = small.exact.sigma(m, 300)[0], big.exact.sigma(m, 300)[0]
+        moved = np.linalg.norm(np.ldexp((a - b)[np.triu_indices(6)], 1000))  # (norms of ~1e-303 underflow)
+        allowed = np.ldexp(small.neighbours.covariance_l2(small.tau(m), 300), 1000)
+        assert moved <= allowed * (1 + 1e-9)
+        assert moved > 0.1 * allowed or m > 0
+
+
+def test_hardened_helpers_refuse_a_float_statistic_under_add_remove():
+    """A hardened step handed a float statistic (no exact float error) under add/remove is refused: its default error
+    bound assumes the private row count (gauss_noisy, lap_noisy, SeparateCov's eigenvalues, AdaptiveCov)."""
+    from dpcov.mechanisms.gaussian import gauss_noisy
+    from dpcov.mechanisms.laplace import lap_noisy
+    from dpcov.mechanisms.privacy import Accountant
+    X = _rows(np.random.default_rng(0), 100, 3)
+    sigma = X.T @ X / 100
+    for release_, budget in ((gauss_noisy, ZCDP(0.5)), (lap_noisy, PureDP(1.0))):
+        with pytest.raises(ValueError, match="exact sums"):
+            release_(sigma, 1.0, 100, budget, Accountant(budget), np.random.default_rng(0), "hardened", ADD_REMOVE)
+    native_float = type(CovProblem.from_rows(X))(**{**CovProblem.from_rows(X).__dict__, "neighbours": ADD_REMOVE})
+    for name in ("adaptive", "separate"):
+        with pytest.raises(ValueError, match="exact sums"):
+            release(name, native_float, ZCDP(0.5), np.random.default_rng(0), options={"numerics": "hardened"})
