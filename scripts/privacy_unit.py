@@ -155,6 +155,8 @@ def h2h_ratios(frame: pd.DataFrame) -> pd.DataFrame:
 # --- report ------------------------------------------------------------------------------------------------
 
 def verdict(value: float, se: float, line: str | None = None) -> str:
+    if abs(value - 1) < 1e-9 and se < 1e-9:  # the same release under both units (auto's zero matrix)
+        return "(the same release: the zero matrix)" if line is None else ""
     if value - 2 * se > TARGET:
         return "NOT BELOW 1 (by > 2 se)"
     if value > TARGET:
@@ -207,8 +209,9 @@ def h2h_text(table: pd.DataFrame, trials: int, seconds: float) -> list[str]:
     large = table[table.n >= LARGE]
     lines.append(f"cells with n >= {LARGE}: {len(large)}; ratio mean {large.ratio.mean():.4f}, max "
                  f"{large.ratio.max():.4f}; all cells: mean {table.ratio.mean():.4f}; not below 1 by more than 2 se: "
-                 f"{int((table.ratio - 2 * table.se > TARGET).sum())} of {len(table)}; not below 1 at all: "
-                 f"{int((table.ratio > TARGET).sum())}")
+                 f"{int((table.ratio - 2 * table.se > TARGET + 1e-9).sum())} of {len(table)}; not below 1 at all: "
+                 f"{int((table.ratio > TARGET + 1e-9).sum())}; the same release under both (auto's zero matrix): "
+                 f"{int(((table.ratio - 1).abs() < 1e-9).sum())}")
     return lines
 
 

@@ -424,7 +424,7 @@ def main(argv=None) -> None:
     parser.add_argument("--privacy-unit", default="replace_one", choices=["replace_one", "add_remove"],
                         help="dpcov's estimators' unit (default replace_one: n public, as the peers' PCA and regression "
                              "assume and the committed table was measured; add_remove: the estimators' own default, "
-                             "~2 %% more error at n >= 2000: results/measurements/privacy_unit.txt)")
+                             "less error than replace_one since issue 59: results/measurements/privacy_unit.txt)")
     args = parser.parse_args(argv)
     if args.keep_peers and args.quick:
         parser.error("--keep-peers keeps the committed full-size run's peer rows; --quick measures another grid")
