@@ -123,6 +123,7 @@ class Neighbours:
     statistics: Callable[[object], np.ndarray]
     description: str
     options: dict = field(default_factory=dict)  # options the pair needs (stable_gsampling: on_fail)
+    unit: str = "replace_one"  # "add_remove": D' is D plus one row
 
 
 def covariance_statistics(P: CovProblem, Pp: CovProblem) -> Callable[[object], np.ndarray]:
@@ -195,17 +196,21 @@ def covariance_pair(pair: str, n: int) -> Neighbours:
                       f"{pair}: n={n}, d=2, row {np.round(last, 3).tolist()} -> {np.round(new, 3).tolist()}")
 
 
-def ridge_pair(n: int = 10, alpha: float = 1.0) -> Neighbours:
-    """Output perturbation: d = 2, column 1 predicted from column 0 (ridge alpha), n - 1 zero rows and
-    one row (c, c) vs (c, -c), c = 1/sqrt(2): the weight flips sign, w = +-1/(1 + 4 n alpha).
-    Statistic: the weight."""
+def ridge_pair(n: int = 10, alpha: float = 1.0, add: bool = False) -> Neighbours:
+    """The regression lines (output perturbation, AdaSSP): d = 2, column 1 predicted from column 0 (ridge alpha),
+    n - 1 zero rows and one row (c, c) vs (c, -c), c = 1/sqrt(2): the weight flips sign, w = +-1/(1 + 4 n alpha).
+    ``add``: D' is D plus the row (c, -c) (add/remove neighbours). Statistic: the weight. The problems hold their
+    rows (release(privacy_unit="add_remove") reads them)."""
     c = 1 / math.sqrt(2)
     task = RidgeTask(target=1, alpha=alpha)
-    X, Xp = np.zeros((n, 2)), np.zeros((n, 2))
-    X[-1], Xp[-1] = (c, c), (c, -c)
-    problems = CovProblem.from_rows(X, ridge=task), CovProblem.from_rows(Xp, ridge=task)
+    X = np.zeros((n, 2))
+    X[-1] = (c, c)
+    Xp = np.vstack([X, [(c, -c)]]) if add else np.vstack([X[:-1], [(c, -c)]])
+    problems = CovProblem.from_rows(X, ridge=task, rows=X), CovProblem.from_rows(Xp, ridge=task, rows=Xp)
+    how = "plus the row (c, -c)" if add else "row (c, c) -> (c, -c)"
     return Neighbours(problems, lambda out: np.array([float(out.weights[0])]),
-                      f"ridge: n={n}, alpha={alpha:g}, row (c, c) -> (c, -c)")
+                      f"ridge{'_add' if add else ''}: n={n}, alpha={alpha:g}, {how}",
+                      unit="add_remove" if add else "replace_one")
 
 
 def stable_pair(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours:
@@ -227,6 +232,8 @@ def stable_pair(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours:
 def neighbours(pair: str, n: int) -> Neighbours:
     if pair == "ridge":
         return ridge_pair(n)
+    if pair == "ridge_add":
+        return ridge_pair(n, add=True)
     if pair == "stable":
         return stable_pair(n)
     return covariance_pair(pair, n)
@@ -479,6 +486,10 @@ class _FixedPair:
     def describe(self) -> str:
         return self.neighbours.description
 
+    @property
+    def unit(self) -> str:
+        return self.neighbours.unit
+
 
 def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0, n_jobs: int = -1,
            alpha: float = ALPHA, confirmations: int = 3, runs: int | None = None, log=None,
@@ -503,7 +514,9 @@ def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0
     unit = privacy_unit if privacy_unit is not None else own_unit(mechanism) or "replace_one"
     if unit == "add_remove" and pairs is not None and not any(getattr(p, "unit", "") == "add_remove" for p in pairs):
         size = next((p for p in pairs if isinstance(p, PairSpec)), None)
-        pairs = (add_remove_pairs_at(size.n, size.d) if size is not None else default_add_remove_pairs()) + pairs
+        ridge = [_FixedPair(neighbours("ridge_add", n)) for name, n in own if name == "ridge"]  # a regression line
+        pairs = (add_remove_pairs_at(size.n, size.d) if size is not None else ridge or default_add_remove_pairs()) \
+            + pairs
     lines = [line] if budgets is None else [replace(line, budget=b) for b in budgets]
     common = dict(options=options, pairs=pairs, gaussian=line.profile == "gaussian", n_jobs=n_jobs, seed=seed,
                   confirmations=confirmations, runs=runs, log=log, privacy_unit=unit, numerics=numerics)

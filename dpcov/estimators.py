@@ -47,6 +47,7 @@ from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_
 from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
 from dpcov.mechanisms.exact_sums import ExactBandSums, exact_problem
 from dpcov.mechanisms.neighbours import ADD_REMOVE
+from dpcov.mechanisms.regression import RidgeRelease, RidgeTask
 from dpcov.mechanisms.registry import MECHANISMS, REDUCTION_ROUTE, check_options, get_mechanism, native_route, release
 from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 from dpcov.mechanisms.units import (COUNT_SHARE, check_count_share, check_privacy_unit, check_rows_per_person,
@@ -179,6 +180,7 @@ class _Fit:
 
 
 class _PrivateFit:
+    _provides: tuple = ()  # what a mechanism may need that this estimator gives it (PrivateRidge: "a ridge task")
     """The shared steps of every estimator's fit, in the order ``_private_covariance`` runs them; each says what it
     reads, what it releases and what it is charged:
 
@@ -281,9 +283,10 @@ class _PrivateFit:
 
     def _checked_mechanism(self, mechanism, budget):
         """A named or chosen mechanism that can run this fit, or a clear error."""
-        if mechanism.needs:
-            raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(mechanism.needs)}: not a covariance "
-                             f"estimator's mechanism")
+        missing = [need for need in mechanism.needs if need not in self._provides]
+        if missing:
+            raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(missing)}: not a "
+                             f"{type(self).__name__} mechanism")
         if self.privacy_unit == "add_remove" and mechanism.add_remove is not None:
             raise ValueError(f"mechanism {mechanism.name!r} cannot protect a row's presence "
                              f"(privacy_unit='add_remove'): {mechanism.add_remove}. Use privacy_unit='replace_one' "
@@ -491,7 +494,7 @@ class _PrivateFit:
             total = fit.every_row.reduce(_clipped_sum, np.add, fit.clip)
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
                                          ADD_REMOVE)
-        if _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows:
+        if _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows or _regression_line(fit.mechanism):
             fit.shift, fit.radius = fit.centre, fit.radius + float(np.linalg.norm(fit.centre))
 
     def _private_covariance(self, X, components: int | None = None, spectral: bool = False,
@@ -559,6 +562,8 @@ class _PrivateFit:
                 n_public=fit.n, native=True)
         if native:
             route = f" [{native_route(mechanism, problem)}]"
+        if _regression_line(mechanism):  # the last column predicted from the others (PrivateRidge's rows [x, y])
+            problem = replace(problem, ridge=RidgeTask(target=fit.d - 1, alpha=max(float(self.alpha), 1e-12) / fit.n))
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
                    **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {}),
                    **(dict([mechanism.own_radius]) if self.radius == "private" and mechanism.own_radius else {})}
@@ -569,6 +574,15 @@ class _PrivateFit:
                                   spectral=spectral_release, clamp=clamp_release)
         ledger = [(f"covariance: {what}{' (idealized numerics)' if idealized_release else ''}{route}", b)
                   for what, b in inner.ledger]
+        if isinstance(estimate, RidgeRelease):  # a regression line's model: no covariance to post-process
+            accountant.spend(cov_budget, f"model: {mechanism.label} ({mechanism.name})")
+            self.ledger_ = fit.notes + accountant.ledger[:-1] + [(w.replace("covariance: ", "model: ", 1), b)
+                                                                 for w, b in ledger]
+            k = self.max_rows_per_person if fit.notes else 1
+            self.budget_spent_ = None if accountant.spent is None else group_cost(accountant.spent, k)
+            self.mechanism_, self.radius_, self.count_ = mechanism.name, fit.radius, fit.n
+            self.numerics_ = _numerics_note(self.numerics, rng, mechanism if idealized_release else None)
+            return estimate
         # a PCA whose auto choice stopped early with nothing released (spent a part, not none: the zero matrix spends
         # nothing). Not for a covariance or a ridge: there the zero matrix is an estimate (error ||Sigma||_F; ridge then
         # predicts y's mean), which measured better than the fallback's noisy one (results/head_to_head: wine's ridge)
@@ -644,6 +658,13 @@ def _numerics_note(numerics: str, rng: np.random.Generator, idealized_mechanism=
         return "hardened: grid and exact integer noise, cryptographic randomness (ChaCha20)"
     return ("hardened numerics, seeded randomness: reproducible, for tests and research, not for publishing "
             "(random_state=None draws from a cryptographic generator)")
+
+
+def _regression_line(mechanism) -> bool:
+    """A mechanism that releases a ridge model (RidgeRelease), not a covariance: the rows are centred by the released
+    mean before it runs (centering="private"; its model has no intercept; measured better than the second moment less
+    the mean's outer product on wine and airfoil, issue 60), and PrivateRidge takes its weights."""
+    return "a ridge task" in mechanism.needs
 
 
 def _draws_top_k(mechanism, components) -> bool:
@@ -786,8 +807,14 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
     ``Ridge`` convention for ``alpha``) on the private statistics. ``radius`` bounds the norm of [x, y].
     With centering="private" the intercept is y's private mean minus w . x's; else 0.
 
+    A regression line (``mechanism="adassp"``: AdaSSP, Wang 2018, its penalty sized to its noise; issue 60) releases
+    the model itself, on the rows centred by the private mean (centering="private"); ``alpha`` is unused and
+    ``covariance_`` is None.
+
     Fitted: ``coef_``, ``intercept_``, ``covariance_`` (of [x, y]), ``ledger_``, ``budget_spent_``,
     ``mechanism_``, ``n_features_in_``."""
+
+    _provides = ("a ridge task",)  # regression lines may run here
 
     def __init__(self, alpha=1.0, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
@@ -828,9 +855,14 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
             if len(y) != len(X):  # without the lengths: under add_remove n is private
                 raise ValueError("X and y have different numbers of rows: one target per row")
             rows, d = np.column_stack([X, y]), X.shape[1]
-        self.covariance_, centre, _, n = self._private_covariance(rows, persons=persons)  # n: the public count
-        sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]
-        self.coef_ = np.linalg.lstsq(sxx + (self.alpha / n) * np.eye(d), sxy, rcond=None)[0]
+        released, centre, _, n = self._private_covariance(rows, persons=persons)  # n: the public count
+        if isinstance(released, RidgeRelease):  # a regression line (e.g. "adassp"): its model, on centred rows
+            self.covariance_ = None
+            self.coef_ = np.asarray(released.weights, dtype=float)
+        else:
+            self.covariance_ = released
+            sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]
+            self.coef_ = np.linalg.lstsq(sxx + (self.alpha / n) * np.eye(d), sxy, rcond=None)[0]
         self.intercept_ = float(centre[d] - centre[:d] @ self.coef_)
         return self
 

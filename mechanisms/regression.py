@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .privacy import PureDP, Accountant
+from . import noise
+from .gaussian import covariance_float_error, gaussian_sigma, released_sigma, upper_indices
+from .privacy import PureDP, ZCDP, Accountant
 from .problem import CovProblem
 from .transcript import released as _step
 
@@ -80,3 +82,79 @@ def output_perturbation(problem: CovProblem, accountant: Accountant, rng: np.ran
                               w + rng.gamma(shape=len(w), scale=scale) * direction,
                               sensitivity=output_perturbation_sensitivity(task.alpha, problem.n), norm="l2",
                               scale=scale))
+
+
+# --- AdaSSP (Wang 2018) ---------------------------------------------------------------------------------------------
+
+ADASSP_FAILURE = 0.05  # the failure probability of AdaSSP's high-probability bounds (Wang's rho)
+
+
+def adassp(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
+           failure: float = ADASSP_FAILURE, numerics: str = "idealized") -> RidgeRelease:
+    """AdaSSP (Wang 2018, "Revisiting differentially private linear regression", Algorithm 2) on the rows [a, y] of the
+    problem's ridge task, each in the r-ball (so ||a|| <= r and |y| <= r: Wang's bounds X = Y = r), in thirds of the
+    budget (zCDP; an (eps, delta) claim runs at the rho implying it):
+
+    1. lambda_min(Sigma_AA) by the Gaussian mechanism (sensitivity r^2 / n: Weyl), less its one-sided tail
+       sd sqrt(2 log(3 / failure)), floored at 0: a private lower bound l~ on the data's own curvature;
+    2. Sigma_AA's upper triangle by the Gaussian mechanism (sqrt(2) r^2 / n; r^2 / n under add/remove);
+    3. Sigma_Ay by the Gaussian mechanism (||a y - a' y'|| <= ||a|| |y| + ||a'|| |y'| <= r^2, as ||a|| |y| <= r^2 / 2
+       on the sphere; r^2 / (2n) under add/remove);
+    4. the penalty lam = max(0, s sqrt(d log(2 d^2 / failure)) - l~), s step 2's noise sd: Wang's bound on the noise's
+       spectral norm, less the curvature the data already have (post-processing);
+    w = (Sigma~_AA + lam I)^-1 Sigma~_Ay. The task's alpha is not used: AdaSSP chooses its own penalty.
+
+    numerics="hardened": each step on a grid with exact noise (mechanisms/noise.py; under add/remove from the exact
+    sums, mechanisms/exact_sums.py, entries clipped to [-r^2, r^2], whose smallest eigenvalue moves by at most the
+    Frobenius norm of a row's step)."""
+    task: RidgeTask | None = problem.ridge
+    if task is None:
+        raise ValueError("adassp needs a ridge task: a dataset with a regression target (the config key ridge_alpha)")
+    if not 0 < failure < 1:
+        raise ValueError(f"failure must lie in (0, 1), got {failure!r}")
+    noise.check_numerics(numerics)
+    total: ZCDP = accountant.total
+    third = total.scaled(1 / 3)
+    r, n, neighbours = problem.radius, problem.n, problem.neighbours
+    sigma, entry_error = released_sigma(problem, 0, numerics)
+    if entry_error is None and numerics == "hardened":  # float sums of n public rows (replace-one)
+        entry_error = covariance_float_error(r, n, problem.d)
+    bound = r**2
+    rest = np.delete(np.arange(problem.d), task.target)
+    d = len(rest)
+    saa, say = sigma[np.ix_(rest, rest)], sigma[rest, task.target]
+    l_min = neighbours.eigenvalues_l2(r, n)  # one eigenvalue moves by at most ||x x^T||_F <= r^2, both units
+    l_aa = neighbours.covariance_l2(r, n)
+    l_ay = (neighbours.scale * r) ** 2 / (2 * n) if neighbours.add_remove else r**2 / n
+    curvature = float(np.linalg.eigvalsh(saa)[0])
+    # eigh's backward error on a matrix of entries within [-bound, bound] (||.||_2 <= d bound; LAPACK's p(d) = 64 d,
+    # as gaussian.eigenvalue_float_error) plus the entries' own errors
+    curvature_error = None if entry_error is None else \
+        d * entry_error + 64 * d * noise.UNIT_ROUNDOFF * d * bound * 1.01
+    rows, cols = upper_indices(d)
+
+    def gaussian(what: str, statistic: np.ndarray, sensitivity: float, error: float | None) -> tuple[np.ndarray, float]:
+        """(the release, its noise sd) at a third of the budget."""
+        if numerics == "hardened":
+            out, how = noise.gaussian_release(statistic, l2_sensitivity=sensitivity, rho=third.rho, bound=bound,
+                                              float_error=error, rng=rng)
+            accountant.spend(third, f"AdaSSP: {what} ({how})")
+            return out, how.scale
+        accountant.spend(third, f"AdaSSP: {what}")
+        sd = gaussian_sigma(sensitivity, third)
+        return _step("gaussian", f"AdaSSP: {what}", statistic, statistic + sd * rng.standard_normal(statistic.shape),
+                     sensitivity=sensitivity, norm="l2", scale=sd, shape=statistic.shape), sd
+
+    # Step 1: a private lower bound on lambda_min(Sigma_AA)
+    noisy_min, sd_min = gaussian("smallest eigenvalue", np.array([curvature]), l_min, curvature_error)
+    lower = max(float(noisy_min[0]) - sd_min * math.sqrt(2 * math.log(3 / failure)), 0.0)
+    # Steps 2-3: the sufficient statistics
+    noisy_upper, sd_aa = gaussian("Sigma_AA", saa[rows, cols], l_aa, entry_error)
+    noisy_aa = np.empty((d, d))
+    noisy_aa[rows, cols] = noisy_upper
+    noisy_aa[cols, rows] = noisy_upper
+    noisy_ay, _ = gaussian("Sigma_Ay", say, l_ay, entry_error)
+    # Step 4: the penalty, sized to the noise (post-processing)
+    penalty = max(0.0, sd_aa * math.sqrt(d * math.log(2 * d * d / failure)) - lower)
+    weights = np.linalg.lstsq(noisy_aa + penalty * np.eye(d), noisy_ay, rcond=None)[0]
+    return RidgeRelease(weights)
