@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from dpcov.mechanisms.predictions import Facts
-from dpcov.mechanisms.privacy import budget_guaranteeing
+from dpcov.mechanisms.privacy import ApproxDP, budget_guaranteeing
 from dpcov.mechanisms.registry import get_mechanism
 
 TRIVIAL = {"covariance": "the zero matrix", "pca": "a random subspace (the coordinate axes)",
@@ -66,7 +66,7 @@ class Forecast:
         if self.n_needed is not None:
             needs.append(f"about {self.n_needed} rows at this budget")
         if self.scale_needed is not None:
-            needs.append(f"about {self.scale_needed:.3g} x this budget ({budget.scaled(self.scale_needed)}) with "
+            needs.append(f"about {self.scale_needed:.3g} x this budget ({times(budget, self.scale_needed)}) with "
                          f"{n} rows")
         return " or ".join(needs) if needs else "far more rows or budget"
 
@@ -81,6 +81,14 @@ class Forecast:
 def _noise(mechanism, n: int, d: int, radius: float, budget, signal: float) -> float | None:
     facts = Facts(int(n), int(d), float(radius), trace=signal, fro_sigma=signal)
     return mechanism.predict.value(facts, budget_guaranteeing(budget, mechanism.notion), "fro")
+
+
+def times(budget, factor: float):
+    """``budget`` made ``factor`` times larger: rho or eps times the factor; an (eps, delta) budget keeps its delta
+    (scaling delta past 1 is no budget: a forecast at eps = 0.1, delta = 1e-6 looked 2e6 x further and failed)."""
+    if isinstance(budget, ApproxDP):
+        return ApproxDP(budget.eps * factor, budget.delta)
+    return budget.scaled(factor)
 
 
 def forecast(task: str, mechanism: str, n: int, d: int, radius: float, budget, typical: float | None = None
@@ -98,7 +106,7 @@ def forecast(task: str, mechanism: str, n: int, d: int, radius: float, budget, t
     limit = threshold(task, d)
 
     def passes_at(value: float, rows: bool) -> bool:
-        predicted = _noise(chosen, value if rows else n, d, radius, budget if rows else budget.scaled(value), signal)
+        predicted = _noise(chosen, value if rows else n, d, radius, budget if rows else times(budget, value), signal)
         return predicted is not None and predicted / signal < limit
 
     def needed(rows: bool):

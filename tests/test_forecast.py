@@ -68,3 +68,24 @@ def test_the_forecast_scales_with_n_and_budget_and_its_needs_pass():
     assert forecast("covariance", "gauss", int(f.n_needed * 0.95), 50, 1.0, dpcov.ZCDP(0.01)).useless
     assert not forecast("covariance", "gauss", 100, 50, 1.0, dpcov.ZCDP(0.01 * f.scale_needed)).useless
     assert forecast("covariance", "zero", 100, 50, 1.0, dpcov.ZCDP(0.01)) is None  # the estimators say so themselves
+
+
+def test_the_forecast_of_a_tiny_approx_budget_keeps_its_delta():
+    """A fit at (0.1, 1e-6) whose forecast looks ~1e6 x further for the budget it needs: the larger budget keeps
+    delta (scaling it past 1 raised a ValueError inside the fit: issue 60's benchmark found it)."""
+    import warnings
+
+    import numpy as np
+
+    import dpcov
+    from dpcov.forecast import times
+    assert times(dpcov.ApproxDP(0.1, 1e-6), 1e7) == dpcov.ApproxDP(1e6, 1e-6)
+    assert times(dpcov.ZCDP(0.5), 4) == dpcov.ZCDP(2.0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 12)) * 0.05
+    y = X @ rng.normal(size=12) * 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = dpcov.PrivateRidge(budget=dpcov.ApproxDP(0.1, 1e-6), radius=1.0, clip=True, centering="private",
+                                   random_state=0).fit(X, y)
+    assert model.coef_.shape == (12,)
