@@ -37,7 +37,7 @@ add/remove pairs (``default_add_remove_pairs``: D against D plus one row, zero r
 and keeps every replace-one pair (an add/remove construction must pass those too, at the same budget); the
 precision stage also runs on zero rows where only n differs (the first ``add_zeros`` pair searched, else 1 against
 2 rows, where a noise scale that follows the exact n moves by 2x). A registered mechanism or an ordinary plug-in is then run through ``release(..., privacy_unit="add_remove")``
-(the released count, the rows resized to it: mechanisms/units.py) on problems that hold their rows; a plug-in that
+(the released count, then each line's own route: native at its add/remove sensitivity, or the rows resized to it: mechanisms/units.py) on problems that hold their rows; a plug-in that
 protects a row's presence itself (``claims_unit("add_remove")``: dpcov's estimators in dpcov/audited.py, or your
 own construction) is run as it is, on the pair's raw rows. The claim is the same budget under either unit.
 
@@ -522,7 +522,7 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
         # claimed in its notion's region (zCDP / (eps, delta)), not as mu-GDP
         claim = Claim.of(run_budget, False)
     run_as = "" if unit == "replace_one" and declared is None else (
-        "run through release(privacy_unit='add_remove'): the released count, the rows resized to it"
+        "run through release(privacy_unit='add_remove'): the released count, then the line's own add/remove route"
         if release_unit == "add_remove" else f"run as it is (it protects {declared} neighbours itself)")
     workers = max(1, effective_n_jobs(n_jobs))
     sampler = Sampler(path, options, run_at or run_budget, seed, workers, tuple(plugin_modules([path])),

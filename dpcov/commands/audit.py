@@ -31,7 +31,7 @@ lines): also audit the under-noised copies (noise x c); --white-box: the noise f
 paper's formula (registered lines). --privacy-unit: the neighbours the claim is for. replace_one (the default for
 registered mechanisms and plug-ins, the papers' model: pairs of equal n); add_remove (a row's presence: pairs of n
 and n + 1 rows too, zero rows where only n differs included, and every replace-one pair; a mechanism runs through
-release(privacy_unit="add_remove"), the released count and the rows resized to it, unless it protects a row's
+release(privacy_unit="add_remove"), the released count then its add/remove route (native, or the rows resized), unless it protects a row's
 presence itself -- audits.blackbox.claims_unit, e.g. dpcov.audited:covariance_zcdp_add_remove, whose default unit
 is then add_remove). The claimed budget is the same under either unit.
 """
