@@ -543,7 +543,7 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
 
     def report(findings, screened, dropped) -> AuditReport:
         return AuditReport(mechanism.name, options, claim, alpha, findings, screened, dropped, sampler.releases,
-                           time.perf_counter() - started, slots, numerics, unit, run_as, bool(precision_pairs),
+                           time.perf_counter() - started, slots, numerics, unit, run_as, low_bits_ran,
                            low_bits_seconds)
 
     # 0. As executed: the low bits, on pairs whose release's grid may differ (LOW_BITS_SHARE of the time; up to
@@ -551,11 +551,13 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
     # A leak is one verdict; the calibration is the other: the search below runs whatever the low bits say
     precision_findings = []
     low_bits_seconds = 0.0
+    low_bits_ran = False  # a precision stage that ran (a line that refuses every precision pair has no such verdict)
     one_sided_deadline = None if runs is not None else started + seconds * ONE_SIDED_SHARE
     for k, spec in enumerate(precision_pairs):
         finding = _precision_stage(sampler, _claim_for(claim, spec, unit), alpha / (2 * slots), seconds * LOW_BITS_SHARE / len(precision_pairs),
                                    runs, seed, log, spec, key=10**6 + k, deadline=one_sided_deadline)
         if finding is not None:
+            low_bits_ran = True
             log(("EXCEEDS " if finding.exceeded else "within  ") + finding.describe()
                 + f" [{time.perf_counter() - started:.0f} s]")
             precision_findings.append(finding)
@@ -569,6 +571,10 @@ def audit(name, budget=None, *, options: dict | None = None, seconds: float = 24
         specs = list(pairs)
     else:
         specs = default_add_remove_pairs() + default_pairs() if unit == "add_remove" else default_pairs()
+    if unit == "add_remove" and not any(getattr(s, "unit", "replace_one") == "add_remove" for s in specs):
+        raise ValueError("an add/remove audit needs add/remove pairs (a row added or removed): the replace-one pairs "
+                         "alone are held to group privacy at k = 2 and cannot see a line that leaks on additions; "
+                         "add e.g. PairSpec('add_unit', 10), or leave pairs=None")
     if unit == "replace_one":
         wrong = [s.describe() for s in specs if getattr(s, "unit", "replace_one") != "replace_one"]
         if wrong:

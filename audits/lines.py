@@ -514,7 +514,8 @@ def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0
     unit = privacy_unit if privacy_unit is not None else own_unit(mechanism) or "replace_one"
     if unit == "add_remove" and pairs is not None and not any(getattr(p, "unit", "") == "add_remove" for p in pairs):
         size = next((p for p in pairs if isinstance(p, PairSpec)), None)
-        ridge = [_FixedPair(neighbours("ridge_add", n)) for name, n in own if name == "ridge"]  # a regression line
+        ridge = [_FixedPair(neighbours("ridge_add", p[1])) for p in own  # a regression line's own pairs
+                 if isinstance(p, tuple) and p[0] == "ridge"]
         pairs = (add_remove_pairs_at(size.n, size.d) if size is not None else ridge or default_add_remove_pairs()) \
             + pairs
     lines = [line] if budgets is None else [replace(line, budget=b) for b in budgets]

@@ -180,7 +180,6 @@ class _Fit:
 
 
 class _PrivateFit:
-    _provides: tuple = ()  # what a mechanism may need that this estimator gives it (PrivateRidge: "a ridge task")
     """The shared steps of every estimator's fit, in the order ``_private_covariance`` runs them; each says what it
     reads, what it releases and what it is charged:
 
@@ -204,6 +203,8 @@ class _PrivateFit:
 
     A session (``session=``) is charged the whole budget before the first step reads any row, and gets the ledger
     after the last."""
+
+    _provides: tuple = ()  # what a mechanism may need that this estimator gives it (PrivateRidge: "a ridge task")
 
     def _check_static(self, n: int | None = None, d: int | None = None, components: int | None = None):
         """Every declaration that needs no row (bad input spends nothing: checked before a session is charged).
@@ -287,6 +288,10 @@ class _PrivateFit:
         if missing:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(missing)}: not a "
                              f"{type(self).__name__} mechanism")
+        if _regression_line(mechanism) and "numerics" not in mechanism.option_names():
+            raise ValueError(f"mechanism {mechanism.name!r} releases a model for rows in the unit ball with float noise "
+                             f"(no hardened numerics, no centring): release it with dpcov.release on a ridge task; "
+                             f"PrivateRidge runs the regression lines that take numerics= (e.g. 'adassp')")
         if self.privacy_unit == "add_remove" and mechanism.add_remove is not None:
             raise ValueError(f"mechanism {mechanism.name!r} cannot protect a row's presence "
                              f"(privacy_unit='add_remove'): {mechanism.add_remove}. Use privacy_unit='replace_one' "

@@ -79,6 +79,8 @@ class ExactBandSums:
         return self
 
     def _add_chunk(self, X: np.ndarray, clip: float, shift) -> None:
+        if shift is None:  # a row outside the radius never reaches the power-of-two scaling (it could overflow there)
+            clip = min(clip, self.radius)
         if np.isfinite(clip):  # in the rows' own units (row_norms norms a finite row whose squares overflow)
             norms = row_norms(X)
             outside = norms > clip

@@ -14,6 +14,7 @@ import importlib
 import inspect
 import sys
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Callable
 
@@ -312,7 +313,8 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
     privacy_unit="add_remove" with that reason); or "native": it reads ``problem.neighbours``
     (mechanisms/neighbours.py) and calibrates every step to it, so under add/remove it runs on every row divided by the
     released count, at its add/remove sensitivity -- then ``sensitivity``, a function problem -> its main
-    statistic's sensitivity under the problem's neighbours, is required (the ledger states it).
+    statistic's sensitivity under the problem's neighbours, is required (the ledger states it); it is given the public
+    facts only (``radius``, ``n`` -- the released count --, ``d``, ``neighbours``), never the rows or their sums.
     """
     notion = _notion(notion)
     predict = _prediction(predict)
@@ -545,7 +547,8 @@ REDUCTION_ROUTE = "add/remove by the reduction: rows resized to the released cou
 def native_route(mechanism: Mechanism, problem: CovProblem) -> str:
     """The ledger's line for a native add/remove release (``Mechanism.native_sensitivity``), refusing a declared
     sensitivity that is not a positive finite number."""
-    value = mechanism.native_sensitivity(problem)
+    public = SimpleNamespace(radius=problem.radius, n=problem.n, d=problem.d, neighbours=problem.neighbours)
+    value = mechanism.native_sensitivity(public)  # public facts only: the ledger prints it
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not np.isfinite(value) \
             or value < 0 or (value == 0 and mechanism.fn is not gaussian.zero_cov):
         raise ValueError(f"mechanism {mechanism.name!r}: its declared add/remove sensitivity must be a positive finite "

@@ -123,7 +123,9 @@ def adassp(problem: CovProblem, accountant: Accountant, rng: np.random.Generator
     rest = np.delete(np.arange(problem.d), task.target)
     d = len(rest)
     saa, say = sigma[np.ix_(rest, rest)], sigma[rest, task.target]
-    l_min = neighbours.eigenvalues_l2(r, n)  # one eigenvalue moves by at most ||x x^T||_F <= r^2, both units
+    # one eigenvalue moves by at most ||x x^T - x' x'^T||_2 <= r^2 (replace-one: Weyl, both rank-one terms PSD) or
+    # ||x x^T||_F (add/remove; with the exact sums' entry clipping, at most the step's Frobenius norm)
+    l_min = (neighbours.scale * r) ** 2 / n if neighbours.add_remove else r**2 / n
     l_aa = neighbours.covariance_l2(r, n)
     l_ay = (neighbours.scale * r) ** 2 / (2 * n) if neighbours.add_remove else r**2 / n
     curvature = float(np.linalg.eigvalsh(saa)[0])

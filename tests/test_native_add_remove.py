@@ -218,3 +218,39 @@ def test_hardened_helpers_refuse_a_float_statistic_under_add_remove():
     for name in ("adaptive", "separate"):
         with pytest.raises(ValueError, match="exact sums"):
             release(name, native_float, ZCDP(0.5), np.random.default_rng(0), options={"numerics": "hardened"})
+
+
+def test_an_add_remove_audit_needs_add_remove_pairs():
+    """Replace-one pairs alone are held to group privacy at k = 2 under add/remove: they cannot see a line leaking on
+    additions, so such an audit is refused (a review's find)."""
+    with pytest.raises(ValueError, match="needs add/remove pairs"):
+        audit("gauss", ZCDP(0.5), privacy_unit="add_remove", pairs=[PairSpec("swap_values", 10)], runs=10, n_jobs=1)
+
+
+def test_a_line_searched_from_its_own_pair_specs_runs_under_add_remove():
+    """audits.lines.search under add/remove for a line whose own search pairs are PairSpecs (dpcov.audited's
+    estimators): the add/remove pairs at their size come first (it crashed unpacking a PairSpec: a review's find)."""
+    import dpcov.audited  # noqa: F401  (registers the plug-ins)
+    from dpcov.audits.lines import line_for, search
+    line = line_for("covariance_zcdp", "dpcov.audited:covariance_zcdp", {}, ZCDP(0.5), "command line")
+    report, = search(line, 1.0, runs=6, confirmations=1, seed=0, n_jobs=1, privacy_unit="add_remove",
+                     numerics="idealized")
+    assert report.privacy_unit == "add_remove" and report.screened
+
+
+def test_a_plugin_sensitivity_sees_public_facts_only():
+    seen = {}
+
+    def sensitivity(facts):
+        seen.update(vars(facts))
+        return facts.neighbours.covariance_l2(facts.radius, facts.n)
+
+    @register_mechanism(notion="zcdp", label="records its facts", add_remove="native", sensitivity=sensitivity)
+    def recording(problem, accountant, rng):
+        budget = accountant.spend(accountant.total, "GaussCov (native)")
+        return problem.sigma + gaussian_sigma(_declared_l2(problem), budget) * symmetric_gaussian(problem.d, rng)
+
+    X = _rows(np.random.default_rng(0), 50, 3)
+    release(recording, CovProblem.from_rows(X, 1.0, rows=X), ZCDP(0.5), np.random.default_rng(0),
+            privacy_unit="add_remove")
+    assert set(seen) == {"radius", "n", "d", "neighbours"}
