@@ -45,8 +45,8 @@ from dpcov.mechanisms.noise import check_numerics, is_secure, secure_generator
 from dpcov.mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
 from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
-from dpcov.mechanisms.exact_sums import ExactBandSums, exact_problem
-from dpcov.mechanisms.neighbours import ADD_REMOVE
+from dpcov.mechanisms.exact_sums import ExactBandSums, exact_problem, row_scale
+from dpcov.mechanisms.neighbours import ADD_REMOVE, Neighbours
 from dpcov.mechanisms.regression import RidgeRelease, RidgeTask
 from dpcov.mechanisms.registry import MECHANISMS, REDUCTION_ROUTE, check_options, get_mechanism, native_route, release
 from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
@@ -147,10 +147,12 @@ def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radi
     return sums
 
 
-def _exact_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float) -> ExactBandSums:
+def _exact_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float,
+                     grams: bool = True) -> ExactBandSums:
     """A block's exact sums (mechanisms/exact_sums.py): the rows clipped, shifted, rounded to their band's grid and
-    added as integers -- the same integers for every input kind, block and order."""
-    return ExactBandSums(radius).add(X, np.inf if clip is None else clip, shift)
+    added as integers -- the same integers for every input kind, block and order. ``grams=False``: no d x d
+    products (the mean's pass, where the covariance will sum rows shifted by the mean anyway)."""
+    return ExactBandSums(radius, grams=grams).add(X, np.inf if clip is None else clip, shift)
 
 
 @dataclass
@@ -492,9 +494,13 @@ class _PrivateFit:
             total = fit.rows.reduce(_clipped_sum, np.add, fit.clip)
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics)
         elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can)
-            fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius)
+            shifts = _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows or \
+                _regression_line(fit.mechanism)  # the covariance will sum rows minus the mean: no products here
+            fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius,
+                                             not shifts)
             fit.centre = private_mean_of(None, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
-                                         exact_problem(fit.exact, fit.n).neighbours, fit.exact.mean(0, fit.n))
+                                         Neighbours("add_remove", row_scale(fit.d, fit.exact.bits)),
+                                         fit.exact.mean(0, fit.n))
         else:  # add/remove: every row's sum / ñ at sensitivity r/ñ
             total = fit.every_row.reduce(_clipped_sum, np.add, fit.clip)
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
@@ -559,7 +565,7 @@ class _PrivateFit:
             problem = fit.rows.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
             route = "" if self.privacy_unit == "replace_one" else f" [{REDUCTION_ROUTE}]"
         elif self.numerics == "hardened":  # every row, exact sums (mechanisms/exact_sums.py), / the released count
-            sums = fit.exact if fit.exact is not None and fit.shift is None else \
+            sums = fit.exact if fit.exact is not None and fit.exact.grams and fit.shift is None else \
                 fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip, fit.shift, fit.radius)
             problem = exact_problem(sums, fit.n)
         else:  # every row, float sums / the released count (mechanisms/neighbours.py)

@@ -38,7 +38,15 @@ FLOOR_BAND = 60  # rows below r 2^-60 share that band's grid (their contribution
 CHUNK = 1 << 16  # rows per exact float64 product: CHUNK (2^k + 1)^2 < 2^53
 INT64_ROWS = 1 << 32  # int64 accumulators hold this many rows' (2^k + 1)^2 entries; Python integers beyond
 EIGEN_TRACE_FACTOR = 256.0  # K above
+INT64_SUMS = 2**60  # a level's sums in int64 while they provably stay below this; Python integers beyond
+# a level's statistic in units 2^-GUARD finer than its rows' grid (per power: x x^T, x): bands deeper than that are
+# rounded to it, half a unit each (a public 2^-32 tau^2 and 2^-30 tau per entry at most, times FLOOR_BAND + 1), while
+# a row's part stays below 2^36 and 2^30 units: int64 holds the sums of 2^24 and 2^30 rows
+GUARD = {2: 4, 1: 16}
 UNIT_ROUNDOFF = 2.0**-53
+
+
+_NO_GRAM = np.zeros((1, 1), dtype=np.int64)  # the products' place in sums made without them
 
 
 def row_scale(d: int, bits: int = GRID_BITS) -> float:
@@ -50,10 +58,12 @@ class ExactBandSums:
     """Per band: the count and the exact integer sums of the rounded rows (module docstring). ``add`` a block of rows
     (finite; clipped to ``clip`` here), ``merge`` another's sums. Integer sums: any order, any blocks, same result."""
 
-    def __init__(self, radius: float, bits: int = GRID_BITS):
+    def __init__(self, radius: float, bits: int = GRID_BITS, grams: bool = True):
+        """``grams=False``: the sums of the rows and their directions only, no d x d products (a mean's pass)."""
         if not (np.isfinite(radius) and radius > 0):
             raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
         self.radius, self.bits, self.n, self.d = float(radius), int(bits), 0, None
+        self.grams = bool(grams)
         # rows are scaled by 2^-e (exact) so the radius lies in [1/2, 1): no square of a row above the floor band
         # underflows, whatever the radius (a row's norm and direction stay exact to a few ulps)
         self._exponent = math.frexp(self.radius)[1]
@@ -112,8 +122,8 @@ class ExactBandSums:
             # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms may
             # have underflowed: theirs are left zero
             units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[index][:, None] * step)
-            self._accumulate(int(j), len(index), rounded.T @ rounded, units.T @ units, rounded.sum(axis=0),
-                             units.sum(axis=0))
+            grams = (rounded.T @ rounded, units.T @ units) if self.grams else (_NO_GRAM, _NO_GRAM)
+            self._accumulate(int(j), len(index), *grams, rounded.sum(axis=0), units.sum(axis=0))
         self.n += len(X)
 
     def _accumulate(self, j: int, count: int, moment, direction, total, unit_total) -> None:
@@ -136,8 +146,8 @@ class ExactBandSums:
                 store[j] += value
 
     def merge(self, other: "ExactBandSums") -> "ExactBandSums":
-        if other.radius != self.radius or other.bits != self.bits:
-            raise ValueError("cannot merge exact sums of another radius or grid")
+        if other.radius != self.radius or other.bits != self.bits or other.grams != self.grams:
+            raise ValueError("cannot merge exact sums of another radius, grid or kind")
         if other.d is not None and self.d is not None and other.d != self.d:
             raise ValueError(f"cannot merge sums of {other.d} columns into sums of {self.d}")
         for j in sorted(other.counts):
@@ -158,72 +168,104 @@ class ExactBandSums:
                              f"down to r 2^-{FLOOR_BAND} (mechanisms/exact_sums.py)")
         return m
 
+    def _level_sum(self, m: int, power: int) -> tuple[np.ndarray, float]:
+        """The rows clipped to tau = r 2^-m, summed -- x x^T (power 2) or x (power 1) -- as exact integers in units of
+        r^power 2^-power (m + k + GUARD): each band's integer sum times its power of two, or, for bands more than
+        GUARD below tau (their rows' grids finer than the statistic needs), divided by it and rounded (each within
+        half a unit of exact). Returns (the integers: int64 where every partial sum provably fits, else Python
+        integers; the same values either way), the public bound on the rounding (units per entry: half a unit per
+        band that can round, at most FLOOR_BAND + 1 of them)."""
+        key = (m, power)
+        if power == 2 and not self.grams:
+            raise ValueError("these exact sums hold no d x d products (grams=False: a mean's pass)")
+        if key in self._moments_at:
+            return self._moments_at[key]
+        bits, total_rows = self.bits, sum(self.counts.values())
+        guard = GUARD[power]
+        fits = total_rows * (2**bits + 1) ** power * 2 ** (power * guard) < INT64_SUMS  # (speed only: same result)
+        total = np.zeros((self.d, self.d) if power == 2 else (self.d,), dtype=np.int64 if fits else object)
+        for j in sorted(self.counts):
+            if j < m:  # clipped onto tau: tau^p u^ u^^T 2^-pk = its integers times 2^(p GUARD) in these units
+                values, shift = (self.directions[j] if power == 2 else self.unit_totals[j]), power * guard
+            else:  # x^ on r 2^-(j + k): its integers times 2^(p (m + GUARD - j))
+                values, shift = (self.moments[j] if power == 2 else self.totals[j]), power * (m + guard - j)
+            values = values if fits else values.astype(object)
+            if shift >= 0:
+                total = total + (values << shift if fits else values * (1 << shift))
+            elif fits and -shift >= 61:  # |values| < 2^60 (INT64_SUMS): rounds to 0
+                continue
+            else:  # rounded to the nearest unit (ties up): within half a unit
+                total = total + ((values + (1 << (-shift - 1))) >> -shift)
+        self._moments_at[key] = (total, (FLOOR_BAND + 1) / 2)
+        return self._moments_at[key]
+
     def clipped_moment(self, m: int):
-        """(S as exact integers in units of r^2 4^-(F+k), F = FLOOR_BAND; its trace) of the rows clipped to r 2^-m."""
-        m, F = self._level(m), FLOOR_BAND
-        if m in self._moments_at:
-            return self._moments_at[m]
-        d = self.d
-        total = np.zeros((d, d), dtype=object)
-        for j, count in self.counts.items():
-            if j >= m:
-                total = total + self.moments[j].astype(object) * (4 ** (F - j))
-            else:
-                total = total + self.directions[j].astype(object) * (4 ** (F - m))
-        trace = sum(total[i, i] for i in range(d))
-        self._moments_at[m] = (total, int(trace))
-        return total, int(trace)
+        """(S of the rows clipped to r 2^-m in units of r^2 4^-(m + k + GUARD) (``_level_sum``), its trace, the
+        rounding's public bound per entry in those units)."""
+        m = self._level(m)
+        total, slack = self._level_sum(m, 2)
+        return total, int(sum(int(total[i, i]) for i in range(self.d))), slack
 
-    def clipped_total(self, m: int):
-        """sum of the clipped rows as exact integers in units of r 2^-(F+k)."""
-        m, F = self._level(m), FLOOR_BAND
-        total = np.zeros(self.d, dtype=object)
-        for j in self.counts:
-            if j >= m:
-                total = total + self.totals[j].astype(object) * (2 ** (F - j))
-            else:
-                total = total + self.unit_totals[j].astype(object) * (2 ** (F - m))
-        return total
-
-    def in_units(self, values, power: int, divisor: float):
-        """Exact integers (an array, or one) in units of r^power 2^-power (F + k), divided by ``divisor``, as floats:
-        the radius's power-of-two part applied last by ldexp (exact), so nothing underflows on the way; two
-        roundings (values times r'^power, r' the radius in [1/2, 1), then / divisor) after the conversion's one."""
+    def in_units(self, values, power: int, divisor: float, level: int):
+        """Exact integers (an array, or one) in units of r^power 2^-power (level + k + GUARD), divided by
+        ``divisor``, as floats: the radius's power-of-two part applied last by ldexp (exact), so nothing underflows
+        on the way; two roundings (values times r'^power, r' the radius in [1/2, 1), then / divisor) after the
+        conversion's one."""
         values = np.asarray(values).astype(float) * (self._radius**power / divisor)
-        return np.ldexp(values, power * (self._exponent - FLOOR_BAND - self.bits))
+        return np.ldexp(values, power * (self._exponent - level - self.bits - GUARD[power]))
 
     def _tau2(self, m: int) -> float:
         return (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
 
+    def _unit(self, m: int, power: int) -> float:
+        """The value of one unit of ``_level_sum`` at level m: tau^power 2^-power (k + GUARD)."""
+        return (self.radius * math.ldexp(1.0, -self._level(m))) ** power * \
+            math.ldexp(1.0, -power * (self.bits + GUARD[power]))
+
     def sigma(self, m: int, n_public: int) -> tuple[np.ndarray, float]:
-        """(Sigma of the clipped rows, entries clipped to [-tau^2, tau^2], its float error per entry)."""
-        moment, _ = self.clipped_moment(m)
-        limit = int(n_public) * 4 ** (FLOOR_BAND + self.bits - self._level(m))  # ñ tau^2 in units
-        out = self.in_units(np.clip(moment, -limit, limit), 2, int(n_public))
-        return (out + out.T) / 2, 5 * UNIT_ROUNDOFF * self._tau2(m)
+        """(Sigma of the clipped rows, entries clipped to [-tau^2, tau^2], its float error per entry: the conversion's
+        and the deep bands' rounding)."""
+        m = self._level(m)
+        moment, _, slack = self.clipped_moment(m)
+        limit = int(n_public) << (2 * (self.bits + GUARD[2]))  # ñ tau^2 in units
+        out = self.in_units(_clipped(moment, limit), 2, int(n_public), m)
+        return (out + out.T) / 2, 5 * UNIT_ROUNDOFF * self._tau2(m) + slack * self._unit(m, 2) / int(n_public)
 
     def eigen_matrix(self, m: int, n_public: int) -> tuple[np.ndarray, float, float]:
-        """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm)."""
+        """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm). The
+        deep bands' rounding E (within e units per entry) moves it by at most (d + 1) e units / ñ per entry (E / D,
+        and S's entries over D, each at most K tau^2, times tr E / (K tau^2 D))."""
         level = self._level(m)
-        moment, trace = self.clipped_moment(level)
-        # tr(S) / tau^2 in units of 4^-(F + k - m): no radius in it (three roundings)
-        divisor = int(n_public) + math.ldexp(float(trace), 2 * (level - FLOOR_BAND - self.bits)) / EIGEN_TRACE_FACTOR
-        out = self.in_units(moment, 2, divisor)
+        moment, trace, slack = self.clipped_moment(level)
+        divisor = int(n_public) + math.ldexp(float(trace), -2 * (self.bits + GUARD[2])) / EIGEN_TRACE_FACTOR
+        out = self.in_units(moment, 2, divisor, level)
         bound = EIGEN_TRACE_FACTOR * self._tau2(level)
-        return (out + out.T) / 2, 12 * UNIT_ROUNDOFF * bound, bound
+        rounding = (self.d + 1) * slack * self._unit(level, 2) / int(n_public)
+        return (out + out.T) / 2, 12 * UNIT_ROUNDOFF * bound + rounding, bound
 
     def trace(self, m: int, n_public: int) -> tuple[float, float]:
         """(tr Sigma of the clipped rows, clipped to [0, tau^2], its float error)."""
-        _, trace = self.clipped_moment(m)
-        limit = int(n_public) * 4 ** (FLOOR_BAND + self.bits - self._level(m))
-        return float(self.in_units(min(trace, limit), 2, int(n_public))), 5 * UNIT_ROUNDOFF * self._tau2(m)
+        level = self._level(m)
+        _, trace, slack = self.clipped_moment(level)
+        limit = int(n_public) << (2 * (self.bits + GUARD[2]))
+        error = 5 * UNIT_ROUNDOFF * self._tau2(level) + self.d * slack * self._unit(level, 2) / int(n_public)
+        return float(self.in_units(min(trace, limit), 2, int(n_public), level)), error
 
     def mean(self, m: int, n_public: int) -> tuple[np.ndarray, float]:
         """(the clipped rows' sum / ñ, entries clipped to [-tau, tau], its float error per entry)."""
-        total = self.clipped_total(m)
-        limit = int(n_public) * 2 ** (FLOOR_BAND + self.bits - self._level(m))
-        tau = self.radius * math.ldexp(1.0, -self._level(m))
-        return self.in_units(np.clip(total, -limit, limit), 1, int(n_public)), 5 * UNIT_ROUNDOFF * tau
+        level = self._level(m)
+        total, slack = self._level_sum(level, 1)
+        limit = int(n_public) << (self.bits + GUARD[1])
+        tau = self.radius * math.ldexp(1.0, -level)
+        return self.in_units(_clipped(total, limit), 1, int(n_public), level), \
+            5 * UNIT_ROUNDOFF * tau + slack * self._unit(level, 1) / int(n_public)
+
+
+def _clipped(values: np.ndarray, limit: int) -> np.ndarray:
+    """Exact integers clipped to [-limit, limit] (int64 sums are below 2^60: a larger limit cannot bind)."""
+    if values.dtype != object and limit >= INT64_SUMS:
+        return values
+    return np.clip(values, -limit, limit)
 
 
 def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
@@ -231,15 +273,17 @@ def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
     rows' sums / ñ) for what is not released hardened, the exact sums for what is (``CovProblem.exact``)."""
     if sums.n == 0 or sums.d is None:
         raise ValueError("data must have at least one row and one column, got no rows")
+    if not sums.grams:
+        raise ValueError("a problem needs the rows' d x d products: these exact sums were made without (grams=False)")
     n, d, r = int(n_public), sums.d, sums.radius
     exponents = np.array(sorted(sums.counts), dtype=np.int64)
     unit_step = math.ldexp(1.0, -sums.bits)
     # x^ on the grid r 2^-(j + k): in units of r^p 2^-p(F + k), a band's sums are 2^p(F - j) of its integers
-    moments = np.array([sums.in_units(sums.moments[j], 2, n) * 4.0 ** (FLOOR_BAND - int(j)) for j in exponents]
+    moments = np.array([sums.in_units(sums.moments[j], 2, n, int(j) - GUARD[2]) for j in exponents]
                        ).reshape(len(exponents), d, d)
     directions = np.array([sums.directions[j].astype(float) * unit_step**2 / n for j in exponents]
                           ).reshape(len(exponents), d, d)
-    totals = np.array([sums.in_units(sums.totals[j], 1, n) * 2.0 ** (FLOOR_BAND - int(j)) for j in exponents]
+    totals = np.array([sums.in_units(sums.totals[j], 1, n, int(j) - GUARD[1]) for j in exponents]
                       ).reshape(len(exponents), d)
     unit_totals = np.array([sums.unit_totals[j].astype(float) * unit_step / n for j in exponents]
                            ).reshape(len(exponents), d)

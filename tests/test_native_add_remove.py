@@ -254,3 +254,34 @@ def test_a_plugin_sensitivity_sees_public_facts_only():
     release(recording, CovProblem.from_rows(X, 1.0, rows=X), ZCDP(0.5), np.random.default_rng(0),
             privacy_unit="add_remove")
     assert set(seen) == {"radius", "n", "d", "neighbours"}
+
+
+def test_a_levels_sums_are_the_same_in_int64_and_python_integers(monkeypatch):
+    """_level_sum: int64 where its sums provably fit, Python integers beyond (many rows): the same integers, deep
+    bands rounded to the level's grid alike, and the statistics the releases read identical."""
+    from dpcov.mechanisms import exact_sums
+    X = _rows(np.random.default_rng(5), 3000, 6, power=4.0)  # norms down to ~1e-4: bands deeper than m + GUARD
+    sums = ExactBandSums(1.0).add(X)
+    fast = {(m, p): sums._level_sum(m, p)[0].copy() for m in (0, 2, 5) for p in (1, 2)}
+    assert all(v.dtype == np.int64 for v in fast.values())
+    monkeypatch.setattr(exact_sums, "INT64_SUMS", 0)
+    slow = ExactBandSums(1.0).add(X)
+    for (m, p), values in fast.items():
+        exact = slow._level_sum(m, p)[0]
+        assert exact.dtype == object and np.array_equal(exact.astype(np.int64), values)
+    assert np.array_equal(sums.sigma(2, 3000)[0], slow.sigma(2, 3000)[0])
+    assert np.array_equal(sums.eigen_matrix(5, 3000)[0], slow.eigen_matrix(5, 3000)[0])
+
+
+def test_a_means_pass_without_products_gives_the_same_mean():
+    """The estimators' mean pass skips the d x d products when the covariance will sum shifted rows anyway: the same
+    exact mean, and no covariance can be read from it by mistake."""
+    X = _rows(np.random.default_rng(6), 800, 5)
+    full, lean = ExactBandSums(1.0).add(X), ExactBandSums(1.0, grams=False).add(X)
+    assert np.array_equal(full.mean(0, 800)[0], lean.mean(0, 800)[0])
+    with pytest.raises(ValueError, match="no d x d products"):
+        lean.sigma(0, 800)
+    with pytest.raises(ValueError, match="made without"):
+        exact_problem(lean, 800)
+    with pytest.raises(ValueError, match="another radius, grid or kind"):
+        full.merge(lean)
