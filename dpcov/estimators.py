@@ -489,15 +489,16 @@ class _PrivateFit:
         fit.centre = np.zeros(fit.d)
         if self.centering != "private":
             return
+        shifts = _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows or \
+            _regression_line(fit.mechanism)  # rows centred by the released mean (else the second moment, less it)
         budget = fit.budget.scaled(self.mean_share)
         if self.privacy_unit == "replace_one":
             total = fit.rows.reduce(_clipped_sum, np.add, fit.clip)
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics)
-        elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can)
-            shifts = _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows or \
-                _regression_line(fit.mechanism)  # the covariance will sum rows minus the mean: no products here
+        elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can; no
+            # products where it will sum rows minus the mean, or is not native)
             fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius,
-                                             not shifts)
+                                             not shifts and fit.mechanism.native)
             fit.centre = private_mean_of(None, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
                                          Neighbours("add_remove", row_scale(fit.d, fit.exact.bits)),
                                          fit.exact.mean(0, fit.n))
@@ -505,7 +506,7 @@ class _PrivateFit:
             total = fit.every_row.reduce(_clipped_sum, np.add, fit.clip)
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
                                          ADD_REMOVE)
-        if _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows or _regression_line(fit.mechanism):
+        if shifts:
             fit.shift, fit.radius = fit.centre, fit.radius + float(np.linalg.norm(fit.centre))
 
     def _private_covariance(self, X, components: int | None = None, spectral: bool = False,

@@ -37,11 +37,12 @@ GRID_BITS = 14  # x^ on 2^-14 of its band's edge: sqrt(d) 2^-15 more norm (1e-3 
 FLOOR_BAND = 60  # rows below r 2^-60 share that band's grid (their contributions are < 4^-60 r^2 each)
 CHUNK = 1 << 16  # rows per exact float64 product: CHUNK (2^k + 1)^2 < 2^53
 INT64_ROWS = 1 << 32  # int64 accumulators hold this many rows' (2^k + 1)^2 entries; Python integers beyond
-EIGEN_TRACE_FACTOR = 256.0  # K above
+EIGEN_TRACE_FACTOR = 64.0  # K above: the eigensolver's error grows with K tau^2, the map-back's noise with 1 + 1/K at most
 INT64_SUMS = 2**60  # a level's sums in int64 while they provably stay below this; Python integers beyond
-# a level's statistic in units 2^-GUARD finer than its rows' grid (per power: x x^T, x): bands deeper than that are
-# rounded to it, half a unit each (a public 2^-32 tau^2 and 2^-30 tau per entry at most, times FLOOR_BAND + 1), while
-# a row's part stays below 2^36 and 2^30 units: int64 holds the sums of 2^24 and 2^30 rows
+# a level's statistic in units 2^-GUARD finer than its rows' grid (per power: x x^T, x): units tau^2 2^-36 and
+# tau 2^-30; bands deeper than that are rounded to it, half a unit each (at most FLOOR_BAND - m - GUARD of them: a
+# public bound), while a row's part stays below 2^36 and 2^30 units: int64 holds the sums of 2^24 and 2^30 rows, Python
+# integers beyond (the same values; only the time tells the two apart, a timing channel, out of scope as in noise.py)
 GUARD = {2: 4, 1: 16}
 UNIT_ROUNDOFF = 2.0**-53
 
@@ -196,7 +197,7 @@ class ExactBandSums:
                 continue
             else:  # rounded to the nearest unit (ties up): within half a unit
                 total = total + ((values + (1 << (-shift - 1))) >> -shift)
-        self._moments_at[key] = (total, (FLOOR_BAND + 1) / 2)
+        self._moments_at[key] = (total, max(0, FLOOR_BAND - m - guard) / 2)  # at most that many bands round
         return self._moments_at[key]
 
     def clipped_moment(self, m: int):
@@ -231,17 +232,18 @@ class ExactBandSums:
         out = self.in_units(_clipped(moment, limit), 2, int(n_public), m)
         return (out + out.T) / 2, 5 * UNIT_ROUNDOFF * self._tau2(m) + slack * self._unit(m, 2) / int(n_public)
 
-    def eigen_matrix(self, m: int, n_public: int) -> tuple[np.ndarray, float, float]:
-        """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm). The
-        deep bands' rounding E (within e units per entry) moves it by at most (d + 1) e units / ñ per entry (E / D,
-        and S's entries over D, each at most K tau^2, times tr E / (K tau^2 D))."""
+    def eigen_matrix(self, m: int, n_public: int) -> tuple[np.ndarray, float, float, float]:
+        """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm, the deep
+        bands' rounding's bound in spectral norm). The rounding E (within e units per entry) moves it by at most
+        ||E||_2 / ñ + ||S / D||_2 |tr E| / (K tau^2 ñ) <= 2 d e units / ñ in spectral norm (so every eigenvalue by
+        that much: Weyl)."""
         level = self._level(m)
         moment, trace, slack = self.clipped_moment(level)
         divisor = int(n_public) + math.ldexp(float(trace), -2 * (self.bits + GUARD[2])) / EIGEN_TRACE_FACTOR
         out = self.in_units(moment, 2, divisor, level)
         bound = EIGEN_TRACE_FACTOR * self._tau2(level)
-        rounding = (self.d + 1) * slack * self._unit(level, 2) / int(n_public)
-        return (out + out.T) / 2, 12 * UNIT_ROUNDOFF * bound + rounding, bound
+        rounding = 2 * self.d * slack * self._unit(level, 2) / int(n_public)
+        return (out + out.T) / 2, 12 * UNIT_ROUNDOFF * bound, bound, rounding
 
     def trace(self, m: int, n_public: int) -> tuple[float, float]:
         """(tr Sigma of the clipped rows, clipped to [0, tau^2], its float error)."""

@@ -104,10 +104,10 @@ def released_eigen(problem: CovProblem, m: int, numerics: str):
     how to map released values back): under add/remove the exact sums' S / (ñ + tr S / (K tau^2))
     (mechanisms/exact_sums.py), else Sigma of Clip(X, r 2^-m) itself (``eigenvalue_float_error``)."""
     if problem.exact is not None:
-        matrix, entry_error, norm_bound = problem.exact.eigen_matrix(m, problem.n)
+        matrix, entry_error, norm_bound, rounding = problem.exact.eigen_matrix(m, problem.n)
         values = np.linalg.eigvalsh(matrix)[::-1].copy()
         d = problem.d
-        error = d * entry_error + 64 * d * noise.UNIT_ROUNDOFF * norm_bound * 1.01
+        error = d * entry_error + 64 * d * noise.UNIT_ROUNDOFF * norm_bound * 1.01 + rounding
         tau2 = problem.tau(m) ** 2
         return values, error, lambda released: eigenvalues_back(released, tau2)
     sigma, _ = released_sigma(problem, m, numerics)
@@ -200,21 +200,35 @@ def gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Genera
     return gauss_at(problem, 0, accountant.total, accountant, rng, numerics)
 
 
+def at_level(release, problem: CovProblem, m: int, budget, accountant: Accountant, rng: np.random.Generator,
+             numerics: str):
+    """``release`` (gauss_noisy, laplace.lap_noisy) on Clip(X, r 2^-m) as the problem's neighbours and numerics read
+    it (``released_sigma``)."""
+    sigma, error = released_sigma(problem, m, numerics)
+    return release(sigma, problem.tau(m), problem.n, budget, accountant, rng, numerics, problem.neighbours, error)
+
+
+def separate_at_level(release, problem: CovProblem, m: int, budget, accountant: Accountant,
+                      rng: np.random.Generator, numerics: str) -> Spectral:
+    """``release`` (separate_noisy, laplace.separate_lap_noisy) on Clip(X, r 2^-m), its eigenvalues as
+    ``released_eigen`` gives them under add/remove's exact sums."""
+    sigma, error = released_sigma(problem, m, numerics)
+    eigen = released_eigen(problem, m, numerics) if problem.exact is not None else None
+    eigenvalues = problem.eigenvalues if m <= 0 and eigen is None else None
+    return release(sigma, eigenvalues, problem.tau(m), problem.n, budget, accountant, rng, numerics,
+                   problem.neighbours, error, eigen)
+
+
 def gauss_at(problem: CovProblem, m: int, budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
              numerics: str) -> np.ndarray:
-    """GaussCov on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
-    sigma, error = released_sigma(problem, m, numerics)
-    return gauss_noisy(sigma, problem.tau(m), problem.n, budget, accountant, rng, numerics, problem.neighbours, error)
+    """GaussCov on Clip(X, r 2^-m)."""
+    return at_level(gauss_noisy, problem, m, budget, accountant, rng, numerics)
 
 
 def separate_at(problem: CovProblem, m: int, budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
                 numerics: str) -> Spectral:
-    """SeparateCov on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
-    sigma, error = released_sigma(problem, m, numerics)
-    eigen = released_eigen(problem, m, numerics) if problem.exact is not None else None
-    eigenvalues = problem.eigenvalues if m <= 0 and eigen is None else None
-    return separate_noisy(sigma, eigenvalues, problem.tau(m), problem.n, budget, accountant, rng, numerics,
-                          problem.neighbours, error, eigen)
+    """SeparateCov on Clip(X, r 2^-m)."""
+    return separate_at_level(separate_noisy, problem, m, budget, accountant, rng, numerics)
 
 
 def separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import _exact_or_refuse, hardened_eigenvalues, hardened_upper, mirrored_upper, released_eigen, released_sigma, upper_of
+from .gaussian import (_exact_or_refuse, at_level, hardened_eigenvalues, hardened_upper, mirrored_upper, released_sigma,
+                       separate_at_level, upper_of)
 from .neighbours import REPLACE_ONE, Neighbours
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
@@ -81,19 +82,14 @@ def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bo
 
 def lap_at(problem: CovProblem, m: int, budget: PureDP, accountant: Accountant, rng: np.random.Generator,
            numerics: str) -> np.ndarray:
-    """LapCov on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
-    sigma, error = released_sigma(problem, m, numerics)
-    return lap_noisy(sigma, problem.tau(m), problem.n, budget, accountant, rng, numerics, problem.neighbours, error)
+    """LapCov on Clip(X, r 2^-m)."""
+    return at_level(lap_noisy, problem, m, budget, accountant, rng, numerics)
 
 
 def separate_lap_at(problem: CovProblem, m: int, budget: PureDP, accountant: Accountant, rng: np.random.Generator,
                     numerics: str) -> Spectral:
-    """SeparateCov (Laplace) on Clip(X, r 2^-m) as the problem's neighbours and numerics read it."""
-    sigma, error = released_sigma(problem, m, numerics)
-    eigen = released_eigen(problem, m, numerics) if problem.exact is not None else None
-    eigenvalues = problem.eigenvalues if m <= 0 and eigen is None else None
-    return separate_lap_noisy(sigma, eigenvalues, problem.tau(m), problem.n, budget, accountant, rng, numerics,
-                              problem.neighbours, error, eigen)
+    """SeparateCov (Laplace) on Clip(X, r 2^-m)."""
+    return separate_at_level(separate_lap_noisy, problem, m, budget, accountant, rng, numerics)
 
 
 def lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
