@@ -17,6 +17,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import dpcov  # noqa: E402  (every child imports it: the same baseline memory for every method)
+
 METHODS = ("XtX + eigh", "XtX alone", "sklearn PCA (full)", "sklearn PCA (randomized)",
            "PrivateCovariance default", "PrivateCovariance gauss", "PrivatePCA default", "PrivatePCA gauss")
 K = 10  # components
@@ -35,7 +40,6 @@ def one(method: str, n: int, d: int) -> dict:
     X /= np.linalg.norm(X, axis=1).max()
     from sklearn.decomposition import PCA
 
-    import dpcov
     common = dict(budget=dpcov.ZCDP(0.5), radius=1.0, centering="private", random_state=0,
                   mechanism="gauss" if method.endswith("gauss") else "auto")
     model = None
