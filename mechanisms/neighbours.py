@@ -59,20 +59,16 @@ class Neighbours:
 
     def score_range(self) -> tuple[float, float]:
         """How far a neighbour moves an eigenvector sampler's score u^T C u (rows in the unit ball): [-1, 1] under
-        replace-one, [0, 1] (one-sided: adding a row only raises it) under add/remove; the exponential mechanism
-        with a one-sided score of range 1 is eps-DP at exponent eps (McSherry & Talwar 2007, monotone utilities),
-        twice the two-sided eps / 2."""
+        replace-one, [0, scale^2] (one-sided: adding a row only raises it) under add/remove."""
         return (0.0, self.scale**2) if self.add_remove else (-1.0, 1.0)
 
     def exponent_factor(self) -> float:
-        """The sampler's exponent per unit of eps relative to replace-one's eps / (2 * 1): 2 / scale^2 under
-        add/remove (``score_range``), 1 under replace-one."""
-        return 2 / self.scale**2 if self.add_remove else 1.0
-
-    def describe(self) -> str:
-        if self.add_remove:
-            return "add/remove (native: every row summed, divided by the released count)"
-        return "replace-one"
+        """The sampler's exponent relative to replace-one's: the exponential mechanism is eps-DP at exponent
+        eps / w, w the width of the interval its score moves in (two-sided [-D, D]: eps / 2D; one-sided [0, D]:
+        eps / D, McSherry & Talwar 2007, monotone utilities) -- so 2 / w: 2 / scale^2 under add/remove, 1 under
+        replace-one."""
+        low, high = self.score_range()
+        return 2.0 / (high - low)
 
 
 REPLACE_ONE = Neighbours()

@@ -91,14 +91,13 @@ class Mechanism:
     # (option, value) that makes it take the problem's radius as its rows' bound instead of releasing one of its
     # own (AdaptiveCov's PrivRadius): the estimators pass it after radius="private" released the bound
     own_radius: tuple | None = None
-    # native add/remove (issue 59): a function problem -> the add/remove sensitivity of its main statistic, for a
-    # mechanism that reads ``problem.neighbours`` and calibrates every step to it (mechanisms/neighbours.py): under
-    # privacy_unit="add_remove" it then runs on every row, divided by the released count, instead of the reduction
+    # native add/remove (issue 59): it reads ``problem.neighbours`` and calibrates every step to it
+    # (mechanisms/neighbours.py): under privacy_unit="add_remove" it then runs on every row, divided by the released
+    # count, instead of the reduction
+    native: bool = False
+    # a plug-in's declared add/remove sensitivity of its main statistic (public facts -> float), which the ledger
+    # prints (register_mechanism(add_remove="native", sensitivity=...))
     native_sensitivity: Callable | None = None
-
-    @property
-    def native(self) -> bool:
-        return self.native_sensitivity is not None and self.add_remove is None
 
     def option_names(self) -> list[str]:
         return [name for name, _ in _keyword_options(self.fn)]
@@ -125,22 +124,6 @@ _PUBLISHED = (("calibration", "public_code"),)
 _RAW_ROWS = ("it reads raw rows with no norm bound, and the add/remove reduction (mechanisms/units.py) resizes rows "
              "inside the problem's ball; not implemented for raw rows")  # the as-published calibrations (not private at the claim)
 
-def _covariance_l2(problem) -> float:
-    return problem.neighbours.covariance_l2(problem.radius, problem.n)
-
-
-def _covariance_l1(problem) -> float:
-    return problem.neighbours.covariance_l1(problem.radius, problem.n, problem.d)
-
-
-def _score_range(problem) -> float:
-    return problem.neighbours.score_range()[1]
-
-
-def _nothing(problem) -> float:
-    return 0.0
-
-
 def _with_release(default_mechanism: str):
     """mechanisms/pipeline.py's private_pipeline with this module's ``release`` handed in (the pipeline runs
     an inner mechanism by name; importing the registry there would be a cycle); its options are the
@@ -161,58 +144,58 @@ _pipeline, _pipeline_pure = _with_release("gauss"), _with_release("lap")
 MECHANISMS = {m.name: m for m in [
     Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1",
               predict=gaussian.GAUSS_PREDICTION, audit=_GAUSS_AUDIT, style=("tab:blue", "o"),
-              native_sensitivity=_covariance_l2),
+              native=True),
     Mechanism("separate", "SeparateCov", ZCDP, gaussian.separate_cov, "Dong et al. 2022 Alg. 1",
               predict=gaussian.SEPARATE_PREDICTION, audit=_SPECTRAL_AUDIT, style=("tab:orange", "s"),
-              native_sensitivity=_covariance_l2),
+              native=True),
     Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2",
               predict=adaptive.ADAPTIVE_PREDICTION,
               audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^"),
               centre_rows=True, own_radius=("radius", "known"),
-              native_sensitivity=_covariance_l2),
+              native=True),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
               audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o"),
-              native_sensitivity=_covariance_l2),
+              native=True),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
               audit=replace(_SPECTRAL_AUDIT, options=_CLIP), style=("#a65c00", "s"),
-              native_sensitivity=_covariance_l2),
+              native=True),
     Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E",
               audit=_GAUSS_AUDIT, style=("tab:brown", "D"),
-              native_sensitivity=_covariance_l2),
+              native=True),
     Mechanism("coinpress", "CoinPress (t=1)", ZCDP, coinpress.coinpress_cov,
               "Biswas et al. 2020 (MVC), one iteration from Sigma; an extra line in Fig. 3",
               audit=_GAUSS_AUDIT, style=("tab:pink", "P")),
     # Spends nothing, so it meets every notion (PureDP is the strongest).
     Mechanism("zero", "Zero", PureDP, gaussian.zero_cov, "baseline: the zero matrix",
               predict=gaussian.ZERO_PREDICTION, style=("tab:gray", "x"),
-              native_sensitivity=_nothing),
+              native=True),
     Mechanism("lap", "LapCov", PureDP, laplace.lap_cov, "Dong et al. 2022 App. I",
               predict=laplace.LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:cyan", "h"),
-              native_sensitivity=_covariance_l1),
+              native=True),
     Mechanism("separate_lap", "SeparateCov", PureDP, laplace.separate_lap_cov, "Dong et al. 2022 App. I",
               predict=laplace.SEPARATE_LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:orange", "s"),
-              native_sensitivity=_covariance_l1),
+              native=True),
     Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
               predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
               style=("tab:green", "^"), centre_rows=True, own_radius=("radius", "known"),
-              native_sensitivity=_covariance_l1),
+              native=True),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
               not_private=_PUBLISHED,
-              native_sensitivity=_score_range),
+              native=True),
     Mechanism("emcov", "EMCov", ZCDP, emcov.emcov_zcdp, "Dong et al. 2022 App. C (Amin et al. Alg. 1)",
               predict=emcov.EMCOV_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
               not_private=_PUBLISHED,
-              native_sensitivity=_score_range),
+              native=True),
     Mechanism("itu", "IT-U", PureDP, emcov.iterative_uniform, "Amin et al. 2019 Alg. 1, uniform split",
               predict=emcov.ITU_PREDICTION, audit=_EM_AUDIT, style=("tab:olive", "v"),
               not_private=_PUBLISHED,
-              native_sensitivity=_score_range),
+              native=True),
     Mechanism("ad", "AD", PureDP, emcov.iterative_adaptive, "Amin et al. 2019 Alg. 1, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:red", "o"),
               not_private=_PUBLISHED,
-              native_sensitivity=_score_range),
+              native=True),
     Mechanism("dp_threshold", "DP-Thresholding", ApproxDP, thresholding.dp_threshold, "Wang & Xu Alg. 1",
               audit=AuditNeeds("gaussian", (("dense", 1000),)), style=("tab:red", "s"),
               not_private=(("calibration", "as_written"),)),
@@ -228,7 +211,7 @@ MECHANISMS = {m.name: m for m in [
               predict=emcov.KT_PREDICTION, audit=_EM_AUDIT, style=("tab:brown", "<")),
     Mechanism("laplace", "L", PureDP, laplace.amin_laplace_cov, "Amin et al. 2019 §4: entries Lap(2d/eps) on C",
               predict=laplace.AMIN_LAPLACE_PREDICTION, audit=_PURE_AUDIT, style=("black", "x"),
-              native_sensitivity=_covariance_l1),
+              native=True),
     Mechanism("output_perturbation", "Output pert.", PureDP, regression.output_perturbation,
               "Chaudhuri et al. 2011 output perturbation of the ridge model (Amin et al. App. C)",
               audit=AuditNeeds("dp", (("ridge", 10),), search_pairs=(("ridge", 10), ("ridge", 2))),
@@ -236,7 +219,7 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("adassp", "AdaSSP", ZCDP, regression.adassp,
               "Wang 2018 Alg. 2: private sufficient statistics with a penalty sized to their noise",
               audit=AuditNeeds("dp", (("ridge", 10),), search_pairs=(("ridge", 10), ("ridge", 2))),
-              style=("#2ca02c", "*"), needs=("a ridge task",), native_sensitivity=_covariance_l2),
+              style=("#2ca02c", "*"), needs=("a ridge task",), native=True),
     Mechanism("stable_gsampling", "Stable + GSampling", ApproxDP, stable.stable_gsampling,
               "lecture notes: Brown-Hopkins-Smith 2023 stable covariance + Alabi et al. 2023 Alg. 1",
               check=stable.check_options, predict=stable.STABLE_PREDICTION,
@@ -344,7 +327,7 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
                               predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs),
                               centre_rows=bool(centre_rows), idealized=bool(idealized),
                               add_remove=None if add_remove == "native" else add_remove,
-                              native_sensitivity=sensitivity)
+                              native=add_remove == "native", native_sensitivity=sensitivity)
         if name is not None:
             if name in MECHANISMS:
                 raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")
@@ -545,16 +528,17 @@ REDUCTION_ROUTE = "add/remove by the reduction: rows resized to the released cou
 
 
 def native_route(mechanism: Mechanism, problem: CovProblem) -> str:
-    """The ledger's line for a native add/remove release (``Mechanism.native_sensitivity``), refusing a declared
-    sensitivity that is not a positive finite number."""
+    """The ledger's line for a native add/remove release: a plug-in's declared sensitivity (``native_sensitivity``,
+    from the public facts only), refused unless a positive finite number; each built-in step prints its own."""
+    if mechanism.native_sensitivity is None:
+        return "native add/remove: every row, / the released count"
     public = SimpleNamespace(radius=problem.radius, n=problem.n, d=problem.d, neighbours=problem.neighbours)
     value = mechanism.native_sensitivity(public)  # public facts only: the ledger prints it
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not np.isfinite(value) \
-            or value < 0 or (value == 0 and mechanism.fn is not gaussian.zero_cov):
+            or value <= 0:
         raise ValueError(f"mechanism {mechanism.name!r}: its declared add/remove sensitivity must be a positive finite "
                          f"number, got {value!r}")
-    declared = f"; declared sensitivity {float(value):.6g}" if mechanism.plugin else ""  # each built-in step prints
-    return f"native add/remove: every row, / the released count{declared}"  # its own (hardened) sensitivity
+    return f"native add/remove: every row, / the released count; declared sensitivity {float(value):.6g}"
 
 
 def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budget, rng: np.random.Generator,

@@ -366,7 +366,7 @@ def by_the_reduction(monkeypatch):
 
     from dpcov.mechanisms import registry
     monkeypatch.setitem(registry.MECHANISMS, "adaptive", replaced(registry.MECHANISMS["adaptive"],
-                                                                    native_sensitivity=None))
+                                                                    native=False))
 
 
 def _default_pair(X, other, force, **options):
