@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from dpcov import ApproxDP, ZCDP
-from dpcov.audits.lines import audit_lines, search
+from dpcov.audits.blackbox import audit
+from dpcov.audits.lines import _FixedPair, audit_lines, neighbours, search
 from dpcov.mechanisms.problem import CovProblem
 from dpcov.mechanisms.registry import MECHANISMS, release
 from dpcov.mechanisms.regression import RidgeRelease, RidgeTask
@@ -102,3 +103,23 @@ def test_private_ridge_runs_adassp_and_other_estimators_refuse_it():
     assert model.score(X, y) > 0.8
     with pytest.raises(ValueError, match="needs a ridge task: not a PrivateCovariance mechanism"):
         dpcov.PrivateCovariance(mechanism="adassp", budget=ZCDP(1.0), radius=1.0, centering="private").fit(X)
+
+
+def test_private_ridge_refuses_a_regression_line_without_hardened_numerics():
+    """output_perturbation (float Gamma noise, rows in the unit ball, no centring) is refused by PrivateRidge with why,
+    before anything is spent (a review's find)."""
+    import dpcov
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(500, 3)) * 0.1, rng.normal(size=500) * 0.1
+    with pytest.raises(ValueError, match="PrivateRidge runs the regression lines that take numerics="):
+        dpcov.PrivateRidge(mechanism="output_perturbation", budget=dpcov.PureDP(1.0), radius=1.0,
+                           centering="private").fit(X, y)
+
+
+def test_the_audit_claims_no_low_bits_verdict_where_no_precision_stage_ran():
+    """Hardened AdaSSP refuses the covariance precision pairs (no ridge task): the report must not say its low bits
+    were audited (a review's find)."""
+    report = audit("adassp", ZCDP(0.5), options={"numerics": "hardened"}, privacy_unit="add_remove",
+                   pairs=[_FixedPair(neighbours("ridge_add", 10)), _FixedPair(neighbours("ridge", 10))], runs=200,
+                   confirmations=1, seed=0, n_jobs=1, numerics="as executed")
+    assert not report.low_bits_audited
