@@ -171,6 +171,16 @@ def test_every_hardenable_mechanism_in_the_estimator_replays(family, mechanism):
     check_pair(*make, force, releases=mechanism != "zero")  # the zero matrix releases nothing
 
 
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("centering", ["assume_centered", "private"])
+def test_the_regression_line_in_private_ridge_replays(family, centering):
+    """PrivateRidge(mechanism="adassp"): its model's three releases and the mean, every family (issue 60)."""
+    X, other, force, unit = neighbours(family, base_rows())
+    make = [fitting(estimator_of("ridge", unit, mechanism="adassp", centering=centering, budget=ZCDP(0.5)),
+                    *split_ridge(data)) for data in (X, other)]
+    check_pair(*make, force)
+
+
 @pytest.mark.parametrize("family", ["add_edge_count_at_n", "replace_fills_band"])
 @pytest.mark.parametrize("task", ["covariance", "pca"])
 def test_idealized_numerics_replay(family, task):
