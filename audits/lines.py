@@ -213,6 +213,23 @@ def ridge_pair(n: int = 10, alpha: float = 1.0, add: bool = False) -> Neighbours
                       unit="add_remove" if add else "replace_one")
 
 
+def tukey_pair(n: int = 4000, add: bool = False, seed: int = 0) -> Neighbours:
+    """TukeyEM (raw rows, no bound): y = x + noise on n - 1 Gaussian rows, and one row of leverage 1000 that drags its
+    part's model far out -- (1000, 1000) vs (1000, -1000), or added (add/remove). Statistics: the slope and the
+    intercept (zero on the test's "no output")."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n)
+    rows = np.column_stack([x, x + 0.5 * rng.standard_normal(n)])
+    rows[-1] = (1000.0, 1000.0)
+    other = np.vstack([rows, [(1000.0, -1000.0)]]) if add else np.vstack([rows[:-1], [(1000.0, -1000.0)]])
+    task = RidgeTask(target=1, alpha=1.0)
+    problems = CovProblem.from_raw_rows(rows, task), CovProblem.from_raw_rows(other, task)
+    how = "plus the row (1000, -1000)" if add else "row (1000, 1000) -> (1000, -1000)"
+    return Neighbours(problems, lambda out: np.array([float(out.weights[0]), float(out.intercept)]),
+                      f"tukey{'_add' if add else ''}: n={n}, y = x + noise, {how}",
+                      unit="add_remove" if add else "replace_one")
+
+
 def stable_pair(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours:
     """Stable + Gaussian sampling (no norm bound, raw rows): n - 1 standard Gaussian rows and one row at
     3 e1 vs 3 e2. The CovProblem's bounded rows are the rows scaled into the unit ball (unused)."""
@@ -228,6 +245,9 @@ def stable_pair(n: int = 300_000, d: int = 2, seed: int = 0) -> Neighbours:
                       f"stable: n={n}, d={d}, Gaussian rows, 3e1 -> 3e2", {"on_fail": "zero"})
 
 
+ADD_FORMS = ("ridge", "tukey")  # own pairs with an add/remove form, "<name>_add"
+
+
 @functools.lru_cache(maxsize=32)
 def neighbours(pair: str, n: int) -> Neighbours:
     if pair == "ridge":
@@ -236,6 +256,8 @@ def neighbours(pair: str, n: int) -> Neighbours:
         return ridge_pair(n, add=True)
     if pair == "stable":
         return stable_pair(n)
+    if pair in ("tukey", "tukey_add"):
+        return tukey_pair(n, add=pair == "tukey_add")
     return covariance_pair(pair, n)
 
 
@@ -514,8 +536,8 @@ def search(line: AuditLine, c: float = 1.0, seconds: float = 60.0, seed: int = 0
     unit = privacy_unit if privacy_unit is not None else own_unit(mechanism) or "replace_one"
     if unit == "add_remove" and pairs is not None and not any(getattr(p, "unit", "") == "add_remove" for p in pairs):
         size = next((p for p in pairs if isinstance(p, PairSpec)), None)
-        ridge = [_FixedPair(neighbours("ridge_add", p[1])) for p in own  # a regression line's own pairs
-                 if isinstance(p, tuple) and p[0] == "ridge"]
+        ridge = [_FixedPair(neighbours(f"{p[0]}_add", p[1])) for p in own  # a regression line's own pairs' add form
+                 if isinstance(p, tuple) and p[0] in ADD_FORMS]
         pairs = (add_remove_pairs_at(size.n, size.d) if size is not None else ridge or default_add_remove_pairs()) \
             + pairs
     lines = [line] if budgets is None else [replace(line, budget=b) for b in budgets]

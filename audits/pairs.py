@@ -360,9 +360,16 @@ def quantize(outs: list, radius: float) -> np.ndarray:
     that perfectly. That leak is real but is not what a mechanism's analysis is about; rounding to a
     data-independent grid is post-processing, so every bound stays valid and the leak is gone."""
     if getattr(outs[0], "weights", None) is not None:
-        return np.round(np.array([np.asarray(o.weights, float).ravel() for o in outs]) / GRID) * GRID
+        return np.round(np.array([_model_numbers(o) for o in outs]) / GRID) * GRID
     q = GRID * radius**2
     return np.round(np.array([as_matrix(o) for o in outs]) / q) * q
+
+
+def _model_numbers(release) -> np.ndarray:
+    """A released model's numbers: its weights, and its own intercept where it has one (TukeyEM)."""
+    weights = np.asarray(release.weights, float).ravel()
+    intercept = getattr(release, "intercept", None)
+    return weights if intercept is None else np.append(weights, float(intercept))
 
 
 PRECISION_WINDOW = 1 / 8  # entries within r^2 / 8 of zero: a small sum takes the ulp of its larger operand
@@ -376,7 +383,7 @@ def precision_statistics(outs: list, radius: float) -> np.ndarray:
     plus float noise lies on the grid of the statistic's ulp (Mironov 2012; Haney et al. 2022); a hardened
     release lies on one public grid 2^k whatever the data."""
     if getattr(outs[0], "weights", None) is not None:
-        U = np.array([np.asarray(o.weights, float).ravel() for o in outs])
+        U = np.array([_model_numbers(o) for o in outs])
     else:
         S = np.array([as_matrix(o) for o in outs], dtype=float)
         U = S[:, *np.triu_indices(S.shape[1])]
@@ -395,7 +402,8 @@ def precision_statistic_name(j: int, width: int) -> str:
             "trailing zero bits of entry {}'s mantissa"][kind].format(entry)
 
 
-FEATURED_FIELDS = ("values", "vectors", "weights")  # the numbers of a Spectral or RidgeRelease (``quantize``)
+# a Spectral's or RidgeRelease's numbers (``quantize``), and a model's noise covariance (post-processing of them)
+FEATURED_FIELDS = ("values", "vectors", "weights", "intercept", "noise_covariance")
 
 
 def transcript(estimate, accountant) -> str:

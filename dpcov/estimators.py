@@ -40,14 +40,14 @@ from sklearn.utils import column_or_1d
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcov.data.chunks import Rows, is_dask
-from dpcov.mechanisms.mean import private_mean_of
+from dpcov.mechanisms.mean import mean_noise_sd, private_mean_of
 from dpcov.mechanisms.noise import check_numerics, is_secure, secure_generator
 from dpcov.mechanisms.norm_bound import norm_histogram, private_norm_bound_of, private_norm_quantile_of
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, Accountant, budget_guaranteeing
-from dpcov.mechanisms.problem import BandSums, clip_rows, row_norms
+from dpcov.mechanisms.problem import BandSums, CovProblem, clip_rows, row_norms
 from dpcov.mechanisms.exact_sums import ExactBandSums, exact_problem, row_scale
-from dpcov.mechanisms.neighbours import ADD_REMOVE, Neighbours
-from dpcov.mechanisms.regression import RidgeRelease, RidgeTask
+from dpcov.mechanisms.neighbours import ADD_REMOVE, REPLACE_ONE, Neighbours
+from dpcov.mechanisms.regression import RidgeRelease, RidgeTask, ridge_noise_covariance
 from dpcov.mechanisms.registry import MECHANISMS, REDUCTION_ROUTE, check_options, get_mechanism, native_route, release
 from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
 from dpcov.mechanisms.units import (COUNT_SHARE, check_count_share, check_privacy_unit, check_rows_per_person,
@@ -290,7 +290,8 @@ class _PrivateFit:
         if missing:
             raise ValueError(f"mechanism {mechanism.name!r} needs {', '.join(missing)}: not a "
                              f"{type(self).__name__} mechanism")
-        if _regression_line(mechanism) and "numerics" not in mechanism.option_names():
+        if _regression_line(mechanism) and "numerics" not in mechanism.option_names() and \
+                "raw rows" not in mechanism.needs:
             raise ValueError(f"mechanism {mechanism.name!r} releases a model for rows in the unit ball with float noise "
                              f"(no hardened numerics, no centring): release it with dpcov.release on a ridge task; "
                              f"PrivateRidge runs the regression lines that take numerics= (e.g. 'adassp')")
@@ -575,7 +576,7 @@ class _PrivateFit:
         if native:
             route = f" [{native_route(mechanism, problem)}]"
         if _regression_line(mechanism):  # the last column predicted from the others (PrivateRidge's rows [x, y])
-            problem = replace(problem, ridge=RidgeTask(target=fit.d - 1, alpha=max(float(self.alpha), 1e-12) / fit.n))
+            problem = replace(problem, ridge=RidgeTask(target=fit.d - 1, alpha=max(self._alpha_or_one(), 1e-12) / fit.n))
         options = {**dict(self.mechanism_options or {}), **({"components": int(components)} if top_k else {}),
                    **({"numerics": self.numerics} if "numerics" in mechanism.option_names() else {}),
                    **(dict([mechanism.own_radius]) if self.radius == "private" and mechanism.own_radius else {})}
@@ -817,18 +818,20 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
     """Ridge regression from a private covariance of the rows [x, y] (Amin et al. 2019, App. C):
     w = (Sigma~_xx + (alpha / n) I)^-1 Sigma~_xy, which minimises ||y - X w||^2 + alpha ||w||^2 (scikit-learn's
     ``Ridge`` convention for ``alpha``) on the private statistics. ``radius`` bounds the norm of [x, y].
-    With centering="private" the intercept is y's private mean minus w . x's; else 0.
+    alpha="auto" (the default): a penalty sized to the covariance's noise (``_penalty``; post-processing), ``alpha_``
+    says which. With centering="private" the intercept is y's private mean minus w . x's; else 0.
 
-    A regression line (``mechanism="adassp"``: AdaSSP, Wang 2018, its penalty sized to its noise; issue 60) releases
-    the model itself, on the rows centred by the private mean (centering="private"); ``alpha`` is unused and
-    ``covariance_`` is None.
+    A regression line releases the model itself: ``mechanism="adassp"`` (AdaSSP, Wang 2018, its penalty sized to its
+    noise) on the rows centred by the private mean (centering="private"); ``mechanism="tukey"`` (TukeyEM, Amin et al.
+    2023: no bound, its own intercept; an ApproxDP budget, radius and centering left None). ``alpha`` is then unused
+    and ``covariance_`` is None.
 
-    Fitted: ``coef_``, ``intercept_``, ``covariance_`` (of [x, y]), ``ledger_``, ``budget_spent_``,
-    ``mechanism_``, ``n_features_in_``."""
+    Fitted: ``coef_``, ``intercept_``, ``covariance_`` (of [x, y]), ``location_`` (its released mean), ``alpha_``,
+    ``ledger_``, ``budget_spent_``, ``mechanism_``, ``n_features_in_``; TukeyEM's ``passed_`` (its test)."""
 
-    _provides = ("a ridge task",)  # regression lines may run here
+    _provides = ("a ridge task", "raw rows")  # regression lines may run here; raw rows: those with no bound (fit)
 
-    def __init__(self, alpha=1.0, mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
+    def __init__(self, alpha="auto", mechanism="auto", budget=ZCDP(0.1), radius=None, centering=None,
                  mean_share=0.1, radius_share=0.1, auto_share=AUTO_SHARE, mechanism_options=None, clip=False,
                  random_state=None, numerics="hardened", privacy_unit="add_remove", count_share=COUNT_SHARE,
                  max_rows_per_person=None, session=None):
@@ -852,8 +855,11 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
     def fit(self, X, y, persons=None):
         """``X, y``: arrays, or Dask collections with the same partitions (rows [x, y] summed on the workers).
         ``persons``: one identifier per row (with ``max_rows_per_person``): privacy for the person."""
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
-            raise ValueError(f"alpha must be a number >= 0, got {self.alpha!r}")
+        if self.alpha != "auto" and (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float))
+                                     or not self.alpha >= 0):
+            raise ValueError(f"alpha must be 'auto' or a number >= 0, got {self.alpha!r}")
+        if self.mechanism != "auto" and "raw rows" in get_mechanism(self.mechanism).needs:
+            return self._fit_raw(X, y, persons)
         if is_dask(X):
             import dask.array as da
             X = X.to_dask_array(lengths=True) if not hasattr(X, "blocks") else X
@@ -868,14 +874,156 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
                 raise ValueError("X and y have different numbers of rows: one target per row")
             rows, d = np.column_stack([X, y]), X.shape[1]
         released, centre, _, n = self._private_covariance(rows, persons=persons)  # n: the public count
+        residual = None
         if isinstance(released, RidgeRelease):  # a regression line (e.g. "adassp"): its model, on centred rows
-            self.covariance_ = None
-            self.coef_ = np.asarray(released.weights, dtype=float)
+            self.covariance_ = self.alpha_ = None
+            self.coef_ = w = np.asarray(released.weights, dtype=float)
+            noise_covariance = released.noise_covariance
         else:
             self.covariance_ = released
             sxx, sxy = self.covariance_[:d, :d], self.covariance_[:d, d]
-            self.coef_ = np.linalg.lstsq(sxx + (self.alpha / n) * np.eye(d), sxy, rcond=None)[0]
-        self.intercept_ = float(centre[d] - centre[:d] @ self.coef_)
+            penalty = self._penalty(sxx, n)
+            self.alpha_ = penalty * n
+            self.coef_ = w = np.linalg.lstsq(sxx + penalty * np.eye(d), sxy, rcond=None)[0]
+            inverse = np.linalg.pinv(sxx + penalty * np.eye(d))
+            sd = self._entry_sd(d + 1)
+            noise_covariance = None if sd is None else ridge_noise_covariance(inverse, w, sd, sd)
+            # the data's own sampling variance, read from the release: the residual variance (s_yy - 2 w.s_xy +
+            # w S_xx w) / n through the ridge's sandwich M^-1 S_xx M^-1 (S_xx's negative noise eigenvalues cut)
+            residual = max(float(self.covariance_[d, d] - 2 * w @ sxy + w @ sxx @ w), 0.0)
+            psd = clamp_eigenvalues(sxx, 0.0, np.inf)
+            noise_covariance = None if noise_covariance is None else \
+                noise_covariance + residual / n * inverse @ psd @ inverse.T
+            mechanism = get_mechanism(self.mechanism_)
+            if self.centering == "private" and not (mechanism.centre_rows or _regression_line(mechanism)):
+                # Sigma~ = M~ - mu~ mu~^T: the mean's noise dmu moves S_xy - S_xx w by mu_x (w.dmu_x - dmu_y) +
+                # dmu_x (mu_x.w - mu_y), so dw = M^-1 J dmu (rows centred by mu~ instead: second order only)
+                mu_x, mu_y = centre[:d], centre[d]
+                jacobian = np.column_stack([np.outer(mu_x, w) + (mu_x @ w - mu_y) * np.eye(d), -mu_x])
+                mean_effect = inverse @ jacobian
+        self.location_ = centre  # the released mean of [x, y] (zeros under assume_centered)
+        self.intercept_ = float(centre[d] - centre[:d] @ w)
+        self._set_standard_errors(noise_covariance, residual, centre, n, d, locals().get("mean_effect"))
+        return self
+
+    def _entry_sd(self, width: int) -> float | None:
+        """The sd of one entry of the covariance's noise, from the forecast's expected Frobenius error F (public
+        facts): F / width for symmetric noise of iid entries (E||E||_F ~ sd * width). The forecast is made at
+        replace-one; a native add/remove release has the ratio of the two sensitivities less noise. An exact
+        prediction (gauss, lap, ...) gives the noise's own scale; a bound (AdaptiveCov, SeparateCov) a larger one."""
+        if getattr(self, "forecast_", None) is None:
+            return None
+        mechanism = get_mechanism(self.mechanism_)
+        frobenius = self.forecast_.noise
+        if self.privacy_unit == "add_remove" and mechanism.native:
+            frobenius *= ADD_REMOVE.covariance_l1(1.0, 1, width) / REPLACE_ONE.covariance_l1(1.0, 1, width) \
+                if mechanism.notion is PureDP else ADD_REMOVE.covariance_l2(1.0, 1) / REPLACE_ONE.covariance_l2(1.0, 1)
+        return frobenius / width
+
+    def _set_standard_errors(self, noise_covariance, residual, centre, n: int, d: int, mean_effect=None) -> None:
+        """``coef_se_`` and ``intercept_se_`` (post-processing: the released statistics and the noise's known
+        scales, to first order): the weights' covariance from the covariance's noise (``ridge_noise_covariance``),
+        on the covariance route the sampling variance and, where Sigma~ = M~ - mu~ mu~^T, the mean's noise through
+        ``mean_effect`` (dw = mean_effect dmu); the intercept mu_y - mu_x.w adds the mean's own noise and the
+        residual's variance / n. NaN where the release gives no noise scale (a mechanism without a forecast)."""
+        if noise_covariance is None:
+            self.coef_se_, self.intercept_se_ = np.full(d, np.nan), float("nan")
+            return
+        w = self.coef_
+        mean_sd = 0.0
+        if self.centering == "private":
+            budget = person_budget(self.budget, self.max_rows_per_person or 1).scaled(self.mean_share)
+            mean_sd = mean_noise_sd(n, d + 1, self.radius_, budget,
+                                    ADD_REMOVE if self.privacy_unit == "add_remove" else REPLACE_ONE)
+        through_mean = np.zeros((d, d + 1)) if mean_effect is None else mean_effect
+        coefficients = noise_covariance + mean_sd**2 * through_mean @ through_mean.T
+        self.coef_se_ = np.sqrt(np.clip(np.diag(coefficients), 0.0, None))
+        direct = np.append(-w, 1.0) - through_mean.T @ centre[:d]  # d intercept / d mu
+        variance = mean_sd**2 * (direct @ direct) + centre[:d] @ noise_covariance @ centre[:d] + (residual or 0.0) / n
+        self.intercept_se_ = float(math.sqrt(max(variance, 0.0)))
+
+    def _alpha_or_one(self) -> float:
+        return 1.0 if self.alpha == "auto" else float(self.alpha)
+
+    def _penalty(self, sxx: np.ndarray, n: int) -> float:
+        """The ridge penalty added to Sigma~_xx. alpha="auto" (issue 60): sized to the noise, as AdaSSP (Wang 2018)
+        sizes its own, from public facts and the release only (post-processing, no budget): where the covariance's
+        noise is additive with an exactly predicted size (``Prediction.kind == "exact"``: gauss, lap, gauss_approx,
+        ...), E = 2 F / sqrt(d + 1), the spectral norm of symmetric noise whose Frobenius norm is the forecast F
+        (the semicircle law); the penalty then lifts Sigma~_xx's smallest eigenvalue to 2 E (at least 1/n): the
+        solve never divides by a direction the noise can flip. Measured against E and E less the curvature on
+        adult, airfoil, wine, wine quality and diabetes (results/regression/). Elsewhere (AdaptiveCov, SeparateCov:
+        no such size), and for a number alpha: alpha / n, scikit-learn's Ridge convention."""
+        if self.alpha != "auto":
+            return float(self.alpha) / n
+        mechanism = get_mechanism(self.mechanism_)
+        if self.forecast_ is None or mechanism.predict is None or mechanism.predict.kind != "exact":
+            return 1.0 / n
+        spectral = 2 * self.forecast_.noise / math.sqrt(len(sxx) + 1)
+        return max(1.0 / n, 2 * spectral - float(np.linalg.eigvalsh(sxx)[0]))
+
+    def _fit_raw(self, X, y, persons):
+        """A regression line on the raw rows with no bound (TukeyEM): nothing is clipped, centred or summed; the line
+        fits its own intercept. The session is charged before any row is read; under add/remove the registry's
+        reduction (a released count, the rows resized to it) runs it."""
+        mechanism = get_mechanism(self.mechanism)
+        if not _regression_line(mechanism):
+            raise ValueError(f"mechanism {mechanism.name!r} reads raw rows but releases no model: not a PrivateRidge "
+                             f"mechanism")
+        for name, value in (("radius", self.radius), ("centering", self.centering)):
+            if value is not None:
+                raise ValueError(f"{mechanism.name} takes no {name} (it needs no bound on the rows and fits its own "
+                                 f"intercept): leave {name}=None")
+        if persons is not None or self.max_rows_per_person is not None:
+            raise ValueError(f"{mechanism.name} runs per row: persons= / max_rows_per_person are not supported")
+        if is_dask(X) or is_dask(y):
+            raise ValueError(f"{mechanism.name} fits least squares on parts of the rows in memory: pass arrays")
+        if not isinstance(self.budget, (ZCDP, PureDP, ApproxDP)):
+            raise TypeError(f"budget must be ZCDP(rho), PureDP(eps) or ApproxDP(eps, delta), got {self.budget!r}")
+        check_numerics(self.numerics)
+        check_privacy_unit(self.privacy_unit)
+        if self.privacy_unit == "add_remove":
+            check_count_share(self.count_share)
+        self._checked_mechanism(mechanism, self.budget)
+        with _no_cell_in_errors():
+            X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)
+            y = np.asarray(column_or_1d(y, warn=True), dtype=np.float64)
+        if len(y) != len(X):
+            raise ValueError("X and y have different numbers of rows: one target per row")
+        charge = None
+        if self.session is not None:
+            if not isinstance(self.session, Session):
+                raise TypeError(f"session must be a dpcov.Session, got {self.session!r}")
+            charge = self.session.charge(self.budget, f"{type(self).__name__}.fit ({self.mechanism}, {self.budget})")
+        rows = np.column_stack([X, y])
+        if not np.all(np.isfinite(rows)):  # after the charge; names no row and no count
+            raise ValueError("data contains NaN or inf: drop or impute those rows before the fit (the error names no "
+                             "row and no count: it is an output too)")
+        if self.numerics == "hardened":
+            warnings.warn(f"mechanism {mechanism.name!r} has no hardened numerics ({mechanism.label} draws from "
+                          f"continuous distributions in floats): its release runs with idealized numerics, private on "
+                          f"paper, and the ledger says so", UserWarning, stacklevel=3)
+        rng = _generator(self.random_state, self.numerics)
+        d = X.shape[1]
+        problem = CovProblem.from_raw_rows(rows, RidgeTask(target=d, alpha=1.0))
+        released, accountant = release(mechanism.name, problem, self.budget, rng, privacy_unit=self.privacy_unit,
+                                       count_share=self.count_share, options=dict(self.mechanism_options or {}))
+        idealized = " (idealized numerics)" if self.numerics == "hardened" else ""
+        self.ledger_ = [(f"model: {what}{idealized}", b) for what, b in accountant.ledger]
+        self.budget_spent_ = accountant.spent
+        if charge is not None:
+            self.session.record(charge, [(what, b) for what, b in self.ledger_ if b is not None])
+        self.mechanism_, self.radius_, self.count_, self.advice_, self.forecast_ = mechanism.name, None, None, None, None
+        self.numerics_ = _numerics_note(self.numerics, rng, mechanism if idealized else None)
+        self.covariance_ = self.location_ = self.alpha_ = None
+        self.coef_ = np.asarray(released.weights, dtype=float)
+        self.intercept_ = float(released.intercept)
+        self.coef_se_, self.intercept_se_ = np.full(d, np.nan), float("nan")  # no noise scale to read
+        self.passed_ = bool(released.passed)
+        if not self.passed_:
+            warnings.warn(f"{mechanism.label}'s test did not pass (too few rows, or models too spread, for its "
+                          f"budget): it released its documented 'no output', zero weights and intercept",
+                          UselessReleaseWarning, stacklevel=2)
         return self
 
     def predict(self, X):

@@ -74,6 +74,17 @@ def private_mean_of(total: np.ndarray, n: int, radius: float, budget, accountant
     return noisy if norm <= radius else noisy * (radius / norm)
 
 
+def mean_noise_sd(n: int, d: int, radius: float, budget, neighbours: Neighbours = REPLACE_ONE) -> float:
+    """The standard deviation of each coordinate of ``private_mean_of``'s noise, from public facts only (a model's
+    standard errors; the hardened draws' discrete noise has the same scale to within its grid)."""
+    l2 = (neighbours.scale * radius if neighbours.add_remove else 2 * radius) / n
+    if isinstance(budget, PureDP):
+        return math.sqrt(2) * l2 * math.sqrt(d) / budget.eps  # Laplace(b): sd sqrt(2) b
+    if isinstance(budget, ApproxDP):
+        return analytic_gaussian_sigma(l2, budget)
+    return l2 / math.sqrt(2 * budget.rho)
+
+
 def _route(neighbours: Neighbours) -> str:
     return " [native add/remove: every row, / the released count]" if neighbours.add_remove else ""
 

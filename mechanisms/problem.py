@@ -145,6 +145,22 @@ class CovProblem:
         eigenvalues = np.linalg.eigvalsh(sigma)[::-1].copy()
         return cls(int(n), sigma.shape[0], float(radius), sigma, eigenvalues, None, None, None, None)
 
+    @classmethod
+    def from_raw_rows(cls, rows, ridge=None) -> "CovProblem":
+        """A problem of raw rows alone, with no norm bound (a line that needs nothing else: TukeyEM). Its Sigma and
+        eigenvalues are NaN: a mechanism that reads them instead of the rows fails loudly."""
+        rows = np.asarray(rows, dtype=float)
+        if rows.ndim != 2 or len(rows) < 1:
+            raise ValueError(f"rows must be a 2-D array with at least one row, got shape {rows.shape}")
+        d = rows.shape[1]
+        return cls(len(rows), d, 1.0, np.full((d, d), np.nan), np.full(d, np.nan), None, None, None, None,
+                   ridge=ridge, rows=rows)
+
+    @property
+    def raw_only(self) -> bool:
+        """Built by ``from_raw_rows``: rows with no bound and no sums."""
+        return self.band_exponents is None and self.rows is not None and bool(np.isnan(self.sigma[0, 0]))
+
     def require_bands(self, what: str) -> None:
         if self.band_exponents is None:
             raise ValueError(f"{what} needs the rows' norm bands, but this problem was built from the "

@@ -20,10 +20,11 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, coinpress, emcov, gaussian, laplace, pipeline, regression, stable, thresholding
+from . import adaptive, coinpress, emcov, gaussian, laplace, pipeline, regression, stable, thresholding, tukey
 from .predictions import Prediction
 from .privacy import NOTIONS, ApproxDP, PureDP, ZCDP, Accountant, Budget, budget_guaranteeing
 from .exact_sums import ExactBandSums, exact_problem
+from .neighbours import ADD_REMOVE
 from .problem import BandSums, CovProblem
 from .units import (COUNT_SHARE, check_count_share, check_privacy_unit, private_count, resized_drop,
                     selection_generators)
@@ -220,6 +221,11 @@ MECHANISMS = {m.name: m for m in [
               "Wang 2018 Alg. 2: private sufficient statistics with a penalty sized to their noise",
               audit=AuditNeeds("dp", (("ridge", 10),), search_pairs=(("ridge", 10), ("ridge", 2))),
               style=("#2ca02c", "*"), needs=("a ridge task",), native=True),
+    Mechanism("tukey", "TukeyEM", ApproxDP, tukey.tukey_em,
+              "Amin, Joseph, Ribero & Vassilvitskii 2023 Alg. 1: a deep model among least-squares fits on disjoint "
+              "parts (no bounds), behind propose-test-release",
+              audit=AuditNeeds("dp", (("tukey", 4000),), search_pairs=(("tukey", 4000),)),
+              style=("#8c564b", "*"), needs=("raw rows", "a ridge task"), native=True),
     Mechanism("stable_gsampling", "Stable + GSampling", ApproxDP, stable.stable_gsampling,
               "lecture notes: Brown-Hopkins-Smith 2023 stable covariance + Alabi et al. 2023 Alg. 1",
               check=stable.check_options, predict=stable.STABLE_PREDICTION,
@@ -557,7 +563,9 @@ def _release_add_remove(mechanism: Mechanism, problem: CovProblem, budget: Budge
     n_public = private_count(problem.n, budget.scaled(count_share), accountant, rng)
     hardened = options.get("numerics") == "hardened"
     if mechanism.native:  # every row, divided by ñ, each step at its add/remove sensitivity (mechanisms/neighbours.py)
-        if hardened:  # exact sums: no float error grows with the private row count (mechanisms/exact_sums.py)
+        if problem.raw_only:  # rows with no bound (TukeyEM): every row, the released count public
+            resized = replace(problem, n=n_public, neighbours=ADD_REMOVE)
+        elif hardened:  # exact sums: no float error grows with the private row count (mechanisms/exact_sums.py)
             resized = exact_problem(_rows_sums(problem, ExactBandSums), n_public, problem.ridge)
         else:
             resized = _rows_sums(problem, BandSums).problem(ridge=problem.ridge, n_public=n_public, native=True)

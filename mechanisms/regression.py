@@ -50,9 +50,24 @@ class RidgeTask:
 
 @dataclass(frozen=True)
 class RidgeRelease:
-    """A mechanism's output that is a ridge model, not a covariance matrix."""
+    """A mechanism's output that is a ridge model, not a covariance matrix. ``intercept``: None where the line fits
+    rows centred elsewhere (AdaSSP: PrivateRidge's private mean gives it), else its own (TukeyEM). ``passed``: False
+    where a propose-test-release line gave its documented "no output" (zero weights)."""
 
     weights: np.ndarray
+    intercept: float | None = None
+    passed: bool = True
+    # the weights' covariance from the line's own noise (post-processing of its releases and public scales; AdaSSP),
+    # None where the line gives none (TukeyEM)
+    noise_covariance: np.ndarray | None = None
+
+
+def ridge_noise_covariance(inverse: np.ndarray, w: np.ndarray, sd_xx: float, sd_xy: float) -> np.ndarray:
+    """Cov(w) to first order (the delta method) for w = M^-1 s_xy, M = S_xx + lam I, where S_xx carries symmetric
+    noise with iid upper-triangle entries of sd ``sd_xx`` and s_xy independent entries of sd ``sd_xy``: dw = M^-1
+    (e_xy - E_xx w), Cov(E_xx w) = sd_xx^2 (||w||^2 I + w w^T - diag(w^2)) (E_ij = E_ji counted once)."""
+    inner = sd_xy**2 * np.eye(len(w)) + sd_xx**2 * ((w @ w) * np.eye(len(w)) + np.outer(w, w) - np.diag(w * w))
+    return inverse @ inner @ inverse.T
 
 
 def output_perturbation_sensitivity(alpha: float, n: int) -> float:
@@ -155,8 +170,9 @@ def adassp(problem: CovProblem, accountant: Accountant, rng: np.random.Generator
     noisy_aa = np.empty((d, d))
     noisy_aa[rows, cols] = noisy_upper
     noisy_aa[cols, rows] = noisy_upper
-    noisy_ay, _ = gaussian("Sigma_Ay", say, l_ay, entry_error)
+    noisy_ay, sd_ay_noise = gaussian("Sigma_Ay", say, l_ay, entry_error)
     # Step 4: the penalty, sized to the noise (post-processing)
     penalty = max(0.0, sd_aa * math.sqrt(d * math.log(2 * d * d / failure)) - lower)
     weights = np.linalg.lstsq(noisy_aa + penalty * np.eye(d), noisy_ay, rcond=None)[0]
-    return RidgeRelease(weights)
+    inverse = np.linalg.pinv(noisy_aa + penalty * np.eye(d))  # post-processing: the weights' noise to first order
+    return RidgeRelease(weights, noise_covariance=ridge_noise_covariance(inverse, weights, sd_aa, sd_ay_noise))

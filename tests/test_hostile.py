@@ -37,8 +37,9 @@ def test_degenerate_data_give_a_valid_release_or_a_clear_error(case, name):
     except StableReleaseFailed as err:  # the documented "not enough data" outcome of PTR mechanisms
         assert str(err)
         return
-    except ValueError as err:  # only for a missing ridge task (d = 1 has no features)
-        assert name in ("output_perturbation", "adassp") and ridge is None and "ridge task" in str(err)
+    except ValueError as err:  # only for a missing ridge task (d = 1 has no features), or too few rows for TukeyEM
+        assert (name in ("output_perturbation", "adassp", "tukey") and ridge is None and "ridge task" in str(err)) \
+            or (name == "tukey" and "for its test to pass" in str(err))
         return
     values = getattr(estimate, "weights", estimate)
     assert np.all(np.isfinite(values))

@@ -106,10 +106,11 @@ def test_every_mechanism_and_variant_has_an_audit_line():
         assert label is None or A.audit_line(variant).label == label
     assert len(set(LINES)) == len(LINES)
     # every line that adds noise has a white-box fit; only zero (no noise), the private pipelines (a private
-    # radius, then any mechanism) and AdaSSP (a model from three composed releases and a penalty read from them) have
-    # no one noise scale to fit: audited black-box (tests/test_adassp.py for AdaSSP)
+    # radius, then any mechanism), AdaSSP (a model from three composed releases and a penalty read from them) and
+    # TukeyEM (a point drawn over boxes the data place) have no one noise scale to fit: audited black-box
+    # (tests/test_adassp.py, tests/test_tukey.py)
     assert {line.mechanism for line in A.audit_lines() if line.calibration is None} == \
-        {"zero", "pipeline", "pipeline_pure", "adassp"}
+        {"zero", "pipeline", "pipeline_pure", "adassp", "tukey"}
 
 
 def test_neighbour_pairs_move_what_they_say():

@@ -82,8 +82,8 @@ def test_the_transcript_is_every_ledger_line_the_fallback_and_the_output_kind():
         "ledger: eigenvalues | ZCDP(rho=0.25)\nledger: eigenvectors | ZCDP(rho=0.25)\n"
         "released: PTR test failed\noutput: ndarray float64 (2, 2)")
     fresh = Accountant(ZCDP(0.5))
-    assert transcript(RidgeRelease(np.ones(2)), fresh).endswith("released: ok\noutput: RidgeRelease")
-    assert transcript(TaggedRidge(np.ones(2)), fresh).endswith("output: TaggedRidge note='converged'")
+    assert transcript(RidgeRelease(np.ones(2)), fresh).endswith("released: ok\noutput: RidgeRelease passed=True")
+    assert transcript(TaggedRidge(np.ones(2)), fresh).endswith("output: TaggedRidge passed=True note='converged'")
 
 
 def test_a_number_from_the_data_in_the_ledger_is_flagged_in_seconds():
