@@ -42,7 +42,7 @@ import pandas as pd
 from dpcov.experiments.advisor import candidates as runnable
 from dpcov.mechanisms.norm_bound import RATIO_EXPONENT, grid, quantile_possible
 from dpcov.mechanisms.privacy import ApproxDP, PureDP, ZCDP, budget_guaranteeing
-from dpcov.mechanisms.registry import get_mechanism
+from dpcov.mechanisms.registry import MECHANISMS, get_mechanism
 
 TABLE = Path(__file__).with_name("auto_table.csv")
 TASKS = ("pca", "covariance", "ridge")
@@ -207,11 +207,18 @@ def _advise(task: str, n: int, d: int, budget, k: int | None, table: pd.DataFram
     return Advice(ranking[0][0], ranking, facts, reason)
 
 
+def regression_lines() -> list[str]:
+    """The registered regression lines PrivateRidge runs from bounded rows with nothing to choose (AdaSSP: a ridge
+    task and numerics=; not TukeyEM, which reads raw rows)."""
+    return [name for name, m in MECHANISMS.items() if m.needs == ("a ridge task",) and not m.required_options()
+            and "numerics" in m.option_names()]
+
+
 def candidates(task: str, budget) -> list[str]:
     """The registered mechanisms auto may choose for ``task`` under ``budget`` (those that run from bounded
-    rows alone and whose notion can meet it)."""
+    rows alone and whose notion can meet it; for ridge, the regression lines too: issue 60)."""
     names = []
-    for name in runnable():
+    for name in runnable() + (regression_lines() if task == "ridge" else []):
         if name in NOT_FOR[task]:
             continue
         try:

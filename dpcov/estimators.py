@@ -488,6 +488,7 @@ class _PrivateFit:
         """centering='private': reads the rows' sum; releases their mean (mean_share, divided by the public count);
         rows then centred by it (a top-k draw, a mechanism that adapts to the norms) or the second moment later."""
         fit.centre = np.zeros(fit.d)
+        self._mean_radius = fit.radius  # the rows' bound the mean is released at (before any shift)
         if self.centering != "private":
             return
         shifts = _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows or \
@@ -911,14 +912,8 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         facts): F / width for symmetric noise of iid entries (E||E||_F ~ sd * width). The forecast is made at
         replace-one; a native add/remove release has the ratio of the two sensitivities less noise. An exact
         prediction (gauss, lap, ...) gives the noise's own scale; a bound (AdaptiveCov, SeparateCov) a larger one."""
-        if getattr(self, "forecast_", None) is None:
-            return None
-        mechanism = get_mechanism(self.mechanism_)
-        frobenius = self.forecast_.noise
-        if self.privacy_unit == "add_remove" and mechanism.native:
-            frobenius *= ADD_REMOVE.covariance_l1(1.0, 1, width) / REPLACE_ONE.covariance_l1(1.0, 1, width) \
-                if mechanism.notion is PureDP else ADD_REMOVE.covariance_l2(1.0, 1) / REPLACE_ONE.covariance_l2(1.0, 1)
-        return frobenius / width
+        frobenius = self._noise_frobenius(width)
+        return None if frobenius is None else frobenius / width
 
     def _set_standard_errors(self, noise_covariance, residual, centre, n: int, d: int, mean_effect=None) -> None:
         """``coef_se_`` and ``intercept_se_`` (post-processing: the released statistics and the noise's known
@@ -933,14 +928,15 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         mean_sd = 0.0
         if self.centering == "private":
             budget = person_budget(self.budget, self.max_rows_per_person or 1).scaled(self.mean_share)
-            mean_sd = mean_noise_sd(n, d + 1, self.radius_, budget,
+            mean_sd = mean_noise_sd(n, d + 1, self._mean_radius, budget,
                                     ADD_REMOVE if self.privacy_unit == "add_remove" else REPLACE_ONE)
         through_mean = np.zeros((d, d + 1)) if mean_effect is None else mean_effect
         coefficients = noise_covariance + mean_sd**2 * through_mean @ through_mean.T
         self.coef_se_ = np.sqrt(np.clip(np.diag(coefficients), 0.0, None))
         direct = np.append(-w, 1.0) - through_mean.T @ centre[:d]  # d intercept / d mu
         variance = mean_sd**2 * (direct @ direct) + centre[:d] @ noise_covariance @ centre[:d] + (residual or 0.0) / n
-        self.intercept_se_ = float(math.sqrt(max(variance, 0.0)))
+        # assume_centered: the intercept is 0 by declaration, not an estimate
+        self.intercept_se_ = float(math.sqrt(max(variance, 0.0))) if self.centering == "private" else 0.0
 
     def _alpha_or_one(self) -> float:
         return 1.0 if self.alpha == "auto" else float(self.alpha)
@@ -957,10 +953,23 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         if self.alpha != "auto":
             return float(self.alpha) / n
         mechanism = get_mechanism(self.mechanism_)
-        if self.forecast_ is None or mechanism.predict is None or mechanism.predict.kind != "exact":
+        frobenius = self._noise_frobenius(len(sxx) + 1)
+        if frobenius is None or mechanism.predict is None or mechanism.predict.kind != "exact":
             return 1.0 / n
-        spectral = 2 * self.forecast_.noise / math.sqrt(len(sxx) + 1)
+        spectral = 2 * frobenius / math.sqrt(len(sxx) + 1)
         return max(1.0 / n, 2 * spectral - float(np.linalg.eigvalsh(sxx)[0]))
+
+    def _noise_frobenius(self, width: int) -> float | None:
+        """The covariance's forecast noise E||E||_F (public facts), at this fit's unit: the forecast is made at
+        replace-one, and a native add/remove release has the ratio of the two sensitivities less noise."""
+        if getattr(self, "forecast_", None) is None:
+            return None
+        mechanism = get_mechanism(self.mechanism_)
+        frobenius = self.forecast_.noise
+        if self.privacy_unit == "add_remove" and mechanism.native:
+            frobenius *= ADD_REMOVE.covariance_l1(1.0, 1, width) / REPLACE_ONE.covariance_l1(1.0, 1, width) \
+                if mechanism.notion is PureDP else ADD_REMOVE.covariance_l2(1.0, 1) / REPLACE_ONE.covariance_l2(1.0, 1)
+        return frobenius
 
     def _fit_raw(self, X, y, persons):
         """A regression line on the raw rows with no bound (TukeyEM): nothing is clipped, centred or summed; the line

@@ -59,7 +59,7 @@ def score_fit(task: str, mechanism: str, budget, X: np.ndarray, y: np.ndarray | 
     with threadpool_limits(limits=1):
         start = time.perf_counter()
         model = {"pca": lambda: PrivatePCA(k, **common).fit(X), "covariance": lambda: PrivateCovariance(**common).fit(X),
-                 "ridge": lambda: PrivateRidge(alpha=1.0, **common).fit(X, y)}[task]()
+                 "ridge": lambda: PrivateRidge(**common).fit(X, y)}[task]()  # its default alpha="auto"
         seconds = time.perf_counter() - start
         if task == "pca":
             return captured_variance_ratio(model.components_, X), model.mechanism_, seconds
@@ -76,11 +76,12 @@ def typical_norm(rows: np.ndarray) -> float:
 
 
 def measure_cell(task: str, notion: str, value: float, n: int, d: int, k: int | None, trials: int,
-                 seed: int = 0) -> pd.DataFrame:
+                 seed: int = 0, hardened_only: bool = False) -> pd.DataFrame:
     """One cell of the table: every candidate's mean relative score per scenario (SCENARIOS) over trials,
-    with the scenario's typical norm."""
+    with the scenario's typical norm. ``hardened_only``: the candidates the estimators' default numerics can run
+    (auto's choices there), not the idealized-only samplers."""
     budget = budget_of(notion, value)
-    names = candidates(task, budget)
+    names = [m for m in candidates(task, budget) if not hardened_only or hardenable(get_mechanism(m))]
     frames = []
     for s, scenario in enumerate(SCENARIOS):
         rows = scenario_rows(n, d, scenario["decay"], scenario["fill"], seed, ridge=task == "ridge",

@@ -495,6 +495,9 @@ def release(name, problem: CovProblem, budget: Budget, rng: np.random.Generator,
     if missing:
         raise ValueError(f"mechanism {mechanism.name!r} needs option(s) {missing} (no default), e.g. "
                          f"options={{{missing[0]!r}: ...}}")
+    if problem.raw_only and "raw rows" not in mechanism.needs:
+        raise ValueError(f"mechanism {mechanism.name!r} needs rows in a ball and their sums: this problem has raw rows "
+                         f"only (CovProblem.from_raw_rows); build it with CovProblem.from_rows")
     if problem.neighbours.add_remove and not mechanism.native:  # its replace-one proof needs at most n public rows
         raise ValueError(f"mechanism {mechanism.name!r} is calibrated for replace-one neighbours only: it cannot run "
                          f"on a problem summed over every row at the released count (add/remove, "

@@ -109,29 +109,51 @@ def part_labels(rows: np.ndarray, models: int, rng: np.random.Generator, by_cont
                      for row in canonical], dtype=np.int64)
 
 
+PART_CHUNK = 2**22  # rows x coefficients^2 per batched solve (memory), a public constant
+
+
 def part_models(rows: np.ndarray, target: int, labels: np.ndarray, models: int) -> np.ndarray:
     """(m, d) least-squares models [weights..., intercept] of column ``target`` on the others plus a constant, one per
-    part (lstsq's minimum-norm solution where a part is rank-deficient, zero for an empty one: a function of the part
-    alone)."""
+    part: pinv(A^T A) A^T y, the minimum-norm solution, by one routine for every part whatever the row count (so a
+    model is a function of its part alone, never of how many rows the others have), batched over parts in chunks of
+    at most PART_CHUNK. A part that is empty, overflows or whose solve fails gets the zero model (public)."""
     n = len(rows)
     order = np.argsort(labels, kind="stable")
-    features = np.column_stack([np.delete(rows, target, axis=1), np.ones(n)])[order]
-    labels_sorted, y = labels[order], rows[order, target]
-    d = features.shape[1]
-    counts = np.bincount(labels_sorted, minlength=models)
-    ends = np.cumsum(counts)
-    starts = ends - counts
-    full = np.flatnonzero(counts)
-    out = np.zeros((models, d))
-    if n * d * d > 5e7:  # one part at a time
-        for j in full:
-            out[j] = np.linalg.lstsq(features[starts[j]:ends[j]], y[starts[j]:ends[j]], rcond=None)[0]
-        return out
-    # every part at once: pinv(A^T A) A^T y, the minimum-norm least-squares solution
-    grams = np.add.reduceat(features[:, :, None] * features[:, None, :], starts[full], axis=0)
-    moments = np.add.reduceat(features * y[:, None], starts[full], axis=0)
-    out[full] = np.einsum("mij,mj->mi", np.linalg.pinv(grams, hermitian=True), moments)
+    with np.errstate(all="ignore"):
+        features = np.column_stack([np.delete(rows, target, axis=1), np.ones(n)])[order]
+        y = rows[order, target]
+        d = features.shape[1]
+        counts = np.bincount(labels[order], minlength=models)
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        out = np.zeros((models, d))
+        full = np.flatnonzero(counts)
+        chunk, first = [], 0
+        for i, j in enumerate(full):
+            chunk.append(j)
+            if ends[j] - starts[full[first]] >= PART_CHUNK // (d * d) or i == len(full) - 1:
+                _solve_parts(features, y, starts, ends, np.array(chunk), out)
+                chunk, first = [], i + 1
+    out[~np.all(np.isfinite(out), axis=1)] = 0.0
     return out
+
+
+def _solve_parts(features, y, starts, ends, parts, out) -> None:
+    """out[j] = pinv(A_j^T A_j) A_j^T y_j for the contiguous parts ``parts``; each matrix on its own where the batch
+    fails (numpy's stacked pinv is the same routine per matrix, so a part's model never depends on its batch)."""
+    lo, hi = starts[parts[0]], ends[parts[-1]]
+    block, labels = features[lo:hi], y[lo:hi]
+    offsets = starts[parts] - lo
+    grams = np.add.reduceat(block[:, :, None] * block[:, None, :], offsets, axis=0)
+    moments = np.add.reduceat(block * labels[:, None], offsets, axis=0)
+    try:
+        out[parts] = np.einsum("mij,mj->mi", np.linalg.pinv(grams, hermitian=True), moments)
+    except np.linalg.LinAlgError:
+        for j, gram, moment in zip(parts, grams, moments):
+            try:
+                out[j] = np.linalg.pinv(gram, hermitian=True) @ moment
+            except np.linalg.LinAlgError:
+                out[j] = 0.0
 
 
 def log_volumes(columns: np.ndarray) -> np.ndarray:
@@ -139,8 +161,8 @@ def log_volumes(columns: np.ndarray) -> np.ndarray:
     everything), V_{K+1} = 0; -inf where a box is flat."""
     m = columns.shape[1]
     depth_max = m // 2
-    widths = columns[:, ::-1][:, :depth_max] - columns[:, :depth_max]  # depth i = 1..K: s(m + 1 - i) - s(i)
-    with np.errstate(divide="ignore"):
+    with np.errstate(all="ignore"):  # an overflowing width is inf: the test then fails (C needs finite ratios)
+        widths = columns[:, ::-1][:, :depth_max] - columns[:, :depth_max]  # depth i = 1..K: s(m + 1 - i) - s(i)
         inner = np.log(np.maximum(widths, 0.0)).sum(axis=0)
     return np.concatenate([[np.inf], inner, [-np.inf]])
 
@@ -179,14 +201,16 @@ def sample_restricted(columns: np.ndarray, log_v: np.ndarray, depth: int, expone
     if not np.any(np.isfinite(weights)):
         return None
     level = int(levels[_gumbel_max(weights, rng)])
-    outer = columns[:, level - 1], columns[:, -level]
-    if level + 1 <= depth_max:
-        inner = columns[:, level], columns[:, -(level + 1)]
-    else:  # the innermost box is flat
-        mid = (columns[:, level - 1] + columns[:, -level]) / 2
-        inner = mid, mid
-    out_w, in_w = outer[1] - outer[0], inner[1] - inner[0]
-    with np.errstate(divide="ignore"):
+    with np.errstate(all="ignore"):
+        outer = columns[:, level - 1], columns[:, -level]
+        if level + 1 <= depth_max:
+            inner = columns[:, level], columns[:, -(level + 1)]
+        else:  # the innermost box is flat
+            mid = outer[0] / 2 + outer[1] / 2
+            inner = mid, mid
+        out_w, in_w = outer[1] - outer[0], inner[1] - inner[0]
+        if not (np.all(np.isfinite(out_w)) and np.all(np.isfinite(in_w))):
+            return None  # an overflowing box: V_{t-1} = inf, so the test called these data unsafe (delta's event)
         log_in, log_out = np.log(in_w), np.log(out_w)
         before = np.concatenate([[0.0], np.cumsum(log_in)[:-1]])  # inner widths of coordinates < j
         after = np.concatenate([np.cumsum(log_out[::-1])[::-1][1:], [0.0]])  # outer widths of coordinates > j

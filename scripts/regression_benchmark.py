@@ -176,6 +176,8 @@ def main(argv=None) -> None:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--data", nargs="*", default=None, help="dataset names (default: every one)")
+    parser.add_argument("--methods", nargs="*", default=None, choices=METHODS,
+                        help="fit only these again; the others' rows are kept from the existing benchmark.csv")
     parser.add_argument("--peers-python", default=None, help="an interpreter with diffprivlib 0.6.6 (docs/head_to_head.md)")
     parser.add_argument("--out", default=str(ROOT / "results" / "regression"))
     parser.add_argument("--data-dir", default=None)
@@ -183,8 +185,13 @@ def main(argv=None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
+    methods = tuple(args.methods) if args.methods else METHODS
+    kept = pd.DataFrame()
+    if args.methods:
+        kept = pd.read_csv(out / "benchmark.csv", keep_default_na=False, na_values=[""])
+        kept = kept[~kept.method.isin(methods)]
     for name, (X, y) in datasets(args.data, args.data_dir).items():
-        jobs = [(method, eps, trial) for eps in EPSILONS for method in METHODS for trial in range(args.trials)
+        jobs = [(method, eps, trial) for eps in EPSILONS for method in methods for trial in range(args.trials)
                 if not (method == OLS and eps != EPSILONS[0])]  # least squares once, shown at every eps
         results = Parallel(n_jobs=args.n_jobs)(delayed(fit_one)(m, X, y, e, t, args.peers_python)
                                                 for m, e, t in jobs)
@@ -195,7 +202,13 @@ def main(argv=None) -> None:
             rows += [{"data": name, "n": len(X), "d": X.shape[1], "eps": eps, "method": OLS, "trial": t, **r}
                      for t, r in ols]
         print(f"{name}: done", flush=True)
-    frame = pd.DataFrame(rows)
+    frame = pd.concat([kept, pd.DataFrame(rows)], ignore_index=True)
+    order = {m: i for i, m in enumerate(METHODS)}
+    frame = frame.sort_values(["eps", "method", "trial"], key=lambda c: c.map(order) if c.name == "method" else c,
+                              kind="stable")
+    frame["data"] = pd.Categorical(frame.data, list(dict.fromkeys(frame.data)))
+    frame = frame.sort_values("data", kind="stable")
+    frame["data"] = frame.data.astype(str)
     frame.to_csv(out / "benchmark.csv", index=False, float_format="%.6g")
     (out / "table.md").write_text(table(frame))
     print((out / "table.md").read_text())
