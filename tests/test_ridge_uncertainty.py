@@ -96,3 +96,20 @@ def test_a_declared_zero_intercept_has_no_error():
         model = dpcov.PrivateRidge(mechanism="gauss", budget=dpcov.ZCDP(0.5), radius=1.0, centering="assume_centered",
                                    numerics="idealized", random_state=0).fit(X, y)
     assert model.intercept_ == 0.0 and model.intercept_se_ == 0.0 and np.all(model.coef_se_ > 0)
+
+
+def test_an_approx_budget_is_composed_in_rho_where_every_step_can():
+    """PrivateRidge: (eps, delta) spent as the rho implying it (the ledger and budget_spent_ in rho); not with a
+    private radius (a pure sparse-vector step) nor for a named (eps, delta) or pure mechanism."""
+    X, y = _data(0, n=3000)
+    budget = dpcov.ApproxDP(1.0, 1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = dpcov.PrivateRidge(budget=budget, radius=1.0, centering="private", random_state=0).fit(X, y)
+        named = dpcov.PrivateRidge(mechanism="gauss_approx", budget=budget, radius=1.0, centering="private",
+                                   numerics="idealized", random_state=0).fit(X, y)
+        bound = dpcov.PrivateRidge(budget=budget, radius="private", centering="private", random_state=0).fit(X, y)
+    assert auto.budget_spent_ == budget.to_zcdp()  # its steps: zCDP, and pure ones charged in rho (AdaptiveCov's SVT)
+    assert not any(isinstance(b, dpcov.ApproxDP) for _, b in auto.ledger_ if b)
+    assert named.budget_spent_ == budget  # (eps, delta) composition where a step is pure (the radius's SVT: no delta)
+    assert isinstance(bound.budget_spent_, dpcov.ApproxDP) and bound.budget_spent_.eps == pytest.approx(1.0)
