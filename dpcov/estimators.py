@@ -236,7 +236,7 @@ class _PrivateFit:
         if self.mechanism == "auto" and self.auto_share != 0:  # 0: never release the median (public facts only)
             _share("auto_share", self.auto_share)
         typical = self.mechanism == "auto" and (n is None or releases_typical(
-            TASKS[type(self).__name__], n, d, self.budget, components, self.auto_share))
+            TASKS[type(self).__name__], n, d, self._row_budget(), components, self.auto_share))
         spent = self._spent_before_release(typical_released=typical)
         if self.numerics == "hardened" and spent < 1:
             self._check_representable(spent, d)
@@ -253,13 +253,19 @@ class _PrivateFit:
 
     _rho_composition = False  # PrivateRidge: an (eps, delta) budget composed in rho (``_composed_in``)
 
+    def _row_budget(self, k: int | None = None):
+        """What one row's steps split: the budget composed in rho where it is (``_composed_in``), then divided among a
+        person's ``k`` rows by group privacy (rho / k^2: converting first keeps more of it)."""
+        return person_budget(self._composed_in(self.budget), k or self.max_rows_per_person or 1)
+
     def _composed_in(self, budget):
         """The budget the fit's steps split. PrivateRidge spends an (eps, delta) budget as the rho-zCDP that implies
         it (ApproxDP.to_zcdp): the count, mean and covariance then compose in rho, far tighter than adding their
-        epsilons and deltas (results/regression/table_basic_composition.md: better in 46 of 60 cells, by 0.02 R^2 at
-        the median, up to 26 where n is small). Not where a step is pure (radius="private": its sparse vector would
-        run at eps = sqrt(2 rho share), a loss) or the named mechanism is (eps, delta) or pure itself; not yet for
-        PCA and covariance, whose defaults were measured at (eps, delta) composition."""
+        epsilons and deltas (results/regression/table_basic_composition.md: better in 44 of 60 cells, worse in 13,
+        by 0.02 R^2 at the median, up to 26 where n is small). Pure steps inside (AdaptiveCov's sparse vector) run at
+        eps_within of their rho share, which the measurement includes. Not with radius="private" (its sparse vector
+        over the norms, measured at (eps, delta) composition), nor for a named (eps, delta) or pure mechanism; not
+        yet for PCA and covariance, whose defaults were measured at (eps, delta) composition."""
         if not (self._rho_composition and isinstance(budget, ApproxDP)) or self.radius == "private":
             return budget
         if self.mechanism != "auto" and get_mechanism(self.mechanism).notion is not ZCDP:
@@ -292,8 +298,7 @@ class _PrivateFit:
                                             (self.mean_share, self.centering == "private"),
                                             (self.auto_share, self.mechanism == "auto" and self.auto_share),
                                             (1 - spent, True)) if used]
-        budget = person_budget(self.budget, self.max_rows_per_person or 1)
-        smallest = budget.scaled(min(shares))
+        smallest = self._row_budget().scaled(min(shares))
         eps = math.sqrt(2 * smallest.rho) if isinstance(smallest, ZCDP) else smallest.eps
         entries = 1 if d is None else d * (d + 1) // 2
         floor = max(MIN_STEP_EPS, entries * 2.0**-44)
@@ -512,7 +517,7 @@ class _PrivateFit:
             return
         shifts = _draws_top_k(fit.mechanism, fit.components) or fit.mechanism.centre_rows or \
             _regression_line(fit.mechanism)  # rows centred by the released mean (else the second moment, less it)
-        budget = fit.budget.scaled(self.mean_share)
+        budget = self._mean_budget = fit.budget.scaled(self.mean_share)
         if self.privacy_unit == "replace_one":
             total = fit.rows.reduce(_clipped_sum, np.add, fit.clip)
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics)
@@ -552,7 +557,7 @@ class _PrivateFit:
         self._check_static(rows.n if self.privacy_unit == "replace_one" else None, rows.d, components)
         persons = self._checked_persons(persons, rows)
         k = self.max_rows_per_person if persons is not None else 1
-        budget = self._composed_in(person_budget(self.budget, k))
+        budget = self._row_budget(k)
         charge = None
         if self.session is not None:  # the whole budget, before any row is read (BudgetExceeded: nothing spent)
             who = "" if persons is None else f"; per person, <= {k} rows each, group privacy"
@@ -947,8 +952,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         w = self.coef_
         mean_sd = 0.0
         if self.centering == "private":
-            budget = person_budget(self.budget, self.max_rows_per_person or 1).scaled(self.mean_share)
-            mean_sd = mean_noise_sd(n, d + 1, self._mean_radius, budget,
+            mean_sd = mean_noise_sd(n, d + 1, self._mean_radius, self._mean_budget,
                                     ADD_REMOVE if self.privacy_unit == "add_remove" else REPLACE_ONE)
         through_mean = np.zeros((d, d + 1)) if mean_effect is None else mean_effect
         coefficients = noise_covariance + mean_sd**2 * through_mean @ through_mean.T

@@ -146,12 +146,14 @@ def _solve_parts(features, y, starts, ends, parts, out) -> None:
     offsets = starts[parts] - lo
     grams = np.add.reduceat(block[:, :, None] * block[:, None, :], offsets, axis=0)
     moments = np.add.reduceat(block * labels[:, None], offsets, axis=0)
+    finite = np.all(np.isfinite(grams), axis=(1, 2)) & np.all(np.isfinite(moments), axis=1)
+    parts, grams, moments = parts[finite], grams[finite], moments[finite]  # an overflowing part: its zero model
     try:
         out[parts] = np.einsum("mij,mj->mi", np.linalg.pinv(grams, hermitian=True), moments)
-    except np.linalg.LinAlgError:
+    except np.linalg.LinAlgError:  # each on its own, by the same arithmetic as the batch (the same bits)
         for j, gram, moment in zip(parts, grams, moments):
             try:
-                out[j] = np.linalg.pinv(gram, hermitian=True) @ moment
+                out[j] = np.einsum("ij,j->i", np.linalg.pinv(gram, hermitian=True), moment)
             except np.linalg.LinAlgError:
                 out[j] = 0.0
 

@@ -113,3 +113,11 @@ def test_an_approx_budget_is_composed_in_rho_where_every_step_can():
     assert not any(isinstance(b, dpcov.ApproxDP) for _, b in auto.ledger_ if b)
     assert named.budget_spent_ == budget  # (eps, delta) composition where a step is pure (the radius's SVT: no delta)
     assert isinstance(bound.budget_spent_, dpcov.ApproxDP) and bound.budget_spent_.eps == pytest.approx(1.0)
+
+
+def test_standard_errors_under_an_approx_budget_read_the_rho_it_was_spent_at():
+    """(eps, delta) composed in rho: the mean's noise is that of its rho share (a review's find: it was read at
+    (eps, delta) shares, 2.9 x too large)."""
+    coef_ratio, intercept_ratio = _spread("gauss", "add_remove", dpcov.ApproxDP(2.0, 1e-6), resample=True, trials=120)
+    assert np.all((coef_ratio > 0.75) & (coef_ratio < 1.3)), coef_ratio
+    assert 0.7 < intercept_ratio < 1.35, intercept_ratio
