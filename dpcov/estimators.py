@@ -422,7 +422,7 @@ class _PrivateFit:
         if persons is None:
             return
         fit.rows = fit.rows.dropping(person_drop(persons, self.max_rows_per_person, fit.selection[0]))
-        fit.notes.append((group_privacy_note(self.budget, self.max_rows_per_person), None))
+        fit.notes.append((group_privacy_note(self._composed_in(self.budget), self.max_rows_per_person), None))
 
     def _step_count(self, fit: _Fit) -> None:
         """add_remove: reads n; releases ñ (count_share); keeps a random ñ of the rows when there are more. The
@@ -927,6 +927,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
                 mu_x, mu_y = centre[:d], centre[d]
                 jacobian = np.column_stack([np.outer(mu_x, w) + (mu_x @ w - mu_y) * np.eye(d), -mu_x])
                 mean_effect = inverse @ jacobian
+        self.passed_ = bool(getattr(released, "passed", True))  # a propose-test-release line's test (TukeyEM: _fit_raw)
         self.location_ = centre  # the released mean of [x, y] (zeros under assume_centered)
         self.intercept_ = float(centre[d] - centre[:d] @ w)
         self._set_standard_errors(noise_covariance, residual, centre, n, d, locals().get("mean_effect"))

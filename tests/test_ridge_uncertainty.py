@@ -121,3 +121,18 @@ def test_standard_errors_under_an_approx_budget_read_the_rho_it_was_spent_at():
     coef_ratio, intercept_ratio = _spread("gauss", "add_remove", dpcov.ApproxDP(2.0, 1e-6), resample=True, trials=120)
     assert np.all((coef_ratio > 0.75) & (coef_ratio < 1.3)), coef_ratio
     assert 0.7 < intercept_ratio < 1.35, intercept_ratio
+
+
+def test_person_note_states_the_rho_the_fit_runs_at_and_passed_is_fresh():
+    """(a review's finds) the group-privacy line in the budget the fit splits; passed_ of the last fit only."""
+    X, y = _data(0, n=20000)
+    persons = np.arange(20000) // 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = dpcov.PrivateRidge(mechanism="tukey", budget=dpcov.ApproxDP(1.0, 1e-6), numerics="idealized",
+                                   random_state=0).fit(X, y)
+        assert model.passed_
+        model.set_params(mechanism="gauss", radius=1.0, centering="private", max_rows_per_person=3)
+        model.fit(X, y, persons=persons)
+    note = model.ledger_[0][0]
+    assert "k^2 rho" in note and "zCDP per person" in note and model.passed_ is True
