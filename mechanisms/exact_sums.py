@@ -292,7 +292,7 @@ def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
     counts = np.array([sums.counts[j] for j in exponents], dtype=np.int64)
     sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
     sigma = (sigma + sigma.T) / 2
-    return CovProblem(n, d, r, sigma, np.linalg.eigvalsh(sigma)[::-1].copy(), exponents, counts, moments, directions,
+    return CovProblem(n, d, r, sigma, None, exponents, counts, moments, directions,
                       ridge, None, totals, unit_totals, Neighbours("add_remove", row_scale(d, sums.bits)), sums)
 
 

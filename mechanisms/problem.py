@@ -99,7 +99,9 @@ class CovProblem:
     d: int
     radius: float
     sigma: np.ndarray  # X^T X / n
-    eigenvalues: np.ndarray  # of sigma, descending
+    # of sigma, descending (the ``eigenvalues`` property); None: computed on first read (exact_problem: hardened releases
+    # read the exact sums, so an eager O(d^3) decomposition of the float Sigma was paid for nothing; issue 61)
+    given_eigenvalues: np.ndarray | None
     # Per-band statistics; None for a problem built from Sigma alone (from_sigma), which has no rows.
     band_exponents: np.ndarray | None  # int j of each non-empty band, ascending (largest norms first)
     band_counts: np.ndarray | None  # rows per band
@@ -175,6 +177,13 @@ class CovProblem:
         values, vectors = np.linalg.eigh(self.sigma * (self.n / self.radius**2))
         values.flags.writeable = vectors.flags.writeable = False
         return values, vectors
+
+    @cached_property
+    def eigenvalues(self) -> np.ndarray:
+        """Sigma's eigenvalues, descending: as given, or computed on first read."""
+        if self.given_eigenvalues is not None:
+            return self.given_eigenvalues
+        return np.linalg.eigvalsh(self.sigma)[::-1].copy()
 
     @cached_property
     def shared(self) -> dict:
