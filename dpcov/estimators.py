@@ -148,11 +148,12 @@ def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radi
 
 
 def _exact_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float,
-                     grams: bool = True) -> ExactBandSums:
+                     grams: bool = True, directions: bool = True) -> ExactBandSums:
     """A block's exact sums (mechanisms/exact_sums.py): the rows clipped, shifted, rounded to their band's grid and
     added as integers -- the same integers for every input kind, block and order. ``grams=False``: no d x d
-    products (the mean's pass, where the covariance will sum rows shifted by the mean anyway)."""
-    return ExactBandSums(radius, grams=grams).add(X, np.inf if clip is None else clip, shift)
+    products (the mean's pass, where the covariance will sum rows shifted by the mean anyway); ``directions=False``:
+    not the directions' (a line that never clips, ``Mechanism.clips``)."""
+    return ExactBandSums(radius, grams=grams, directions=directions).add(X, np.inf if clip is None else clip, shift)
 
 
 @dataclass
@@ -524,7 +525,7 @@ class _PrivateFit:
         elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can; no
             # products where it will sum rows minus the mean, or is not native)
             fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius,
-                                             not shifts and fit.mechanism.native)
+                                             not shifts and fit.mechanism.native, fit.mechanism.clips)
             fit.centre = private_mean_of(None, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
                                          Neighbours("add_remove", row_scale(fit.d, fit.exact.bits)),
                                          fit.exact.mean(0, fit.n))
@@ -593,7 +594,8 @@ class _PrivateFit:
             route = "" if self.privacy_unit == "replace_one" else f" [{REDUCTION_ROUTE}]"
         elif self.numerics == "hardened":  # every row, exact sums (mechanisms/exact_sums.py), / the released count
             sums = fit.exact if fit.exact is not None and fit.exact.grams and fit.shift is None else \
-                fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip, fit.shift, fit.radius)
+                fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip, fit.shift, fit.radius, True,
+                                     mechanism.clips)
             problem = exact_problem(sums, fit.n)
         else:  # every row, float sums / the released count (mechanisms/neighbours.py)
             problem = fit.every_row.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(

@@ -59,12 +59,15 @@ class ExactBandSums:
     """Per band: the count and the exact integer sums of the rounded rows (module docstring). ``add`` a block of rows
     (finite; clipped to ``clip`` here), ``merge`` another's sums. Integer sums: any order, any blocks, same result."""
 
-    def __init__(self, radius: float, bits: int = GRID_BITS, grams: bool = True):
-        """``grams=False``: the sums of the rows and their directions only, no d x d products (a mean's pass)."""
+    def __init__(self, radius: float, bits: int = GRID_BITS, grams: bool = True, directions: bool = True):
+        """``grams=False``: the sums of the rows and their directions only, no d x d products (a mean's pass).
+        ``directions=False``: no d x d products of the directions, which only clipping levels m > 0 read (a line that
+        never clips: one Gram product per band instead of two; issue 61)."""
         if not (np.isfinite(radius) and radius > 0):
             raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
         self.radius, self.bits, self.n, self.d = float(radius), int(bits), 0, None
         self.grams = bool(grams)
+        self.with_directions = bool(directions)
         # rows are scaled by 2^-e (exact) so the radius lies in [1/2, 1): no square of a row above the floor band
         # underflows, whatever the radius (a row's norm and direction stay exact to a few ulps)
         self._exponent = math.frexp(self.radius)[1]
@@ -123,7 +126,8 @@ class ExactBandSums:
             # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms may
             # have underflowed: theirs are left zero
             units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[index][:, None] * step)
-            grams = (rounded.T @ rounded, units.T @ units) if self.grams else (_NO_GRAM, _NO_GRAM)
+            grams = (rounded.T @ rounded, units.T @ units if self.with_directions else _NO_GRAM) if self.grams \
+                else (_NO_GRAM, _NO_GRAM)
             self._accumulate(int(j), len(index), *grams, rounded.sum(axis=0), units.sum(axis=0))
         self.n += len(X)
 
@@ -147,7 +151,8 @@ class ExactBandSums:
                 store[j] += value
 
     def merge(self, other: "ExactBandSums") -> "ExactBandSums":
-        if other.radius != self.radius or other.bits != self.bits or other.grams != self.grams:
+        if other.radius != self.radius or other.bits != self.bits or other.grams != self.grams \
+                or other.with_directions != self.with_directions:
             raise ValueError("cannot merge exact sums of another radius, grid or kind")
         if other.d is not None and self.d is not None and other.d != self.d:
             raise ValueError(f"cannot merge sums of {other.d} columns into sums of {self.d}")
@@ -179,6 +184,9 @@ class ExactBandSums:
         key = (m, power)
         if power == 2 and not self.grams:
             raise ValueError("these exact sums hold no d x d products (grams=False: a mean's pass)")
+        if power == 2 and m > 0 and not self.with_directions and any(j < m for j in self.counts):
+            raise ValueError(f"clipping at r 2^-{m} reads the directions' products, which these exact sums were made "
+                             f"without (directions=False: a line that never clips)")
         if key in self._moments_at:
             return self._moments_at[key]
         bits, total_rows = self.bits, sum(self.counts.values())
@@ -284,7 +292,7 @@ def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
     moments = np.array([sums.in_units(sums.moments[j], 2, n, int(j) - GUARD[2]) for j in exponents]
                        ).reshape(len(exponents), d, d)
     directions = np.array([sums.directions[j].astype(float) * unit_step**2 / n for j in exponents]
-                          ).reshape(len(exponents), d, d)
+                          ).reshape(len(exponents), d, d) if sums.with_directions else None
     totals = np.array([sums.in_units(sums.totals[j], 1, n, int(j) - GUARD[1]) for j in exponents]
                       ).reshape(len(exponents), d)
     unit_totals = np.array([sums.unit_totals[j].astype(float) * unit_step / n for j in exponents]

@@ -206,7 +206,13 @@ class CovProblem:
         self.require_bands("clipping")
         kept = self.band_exponents >= m
         tau2 = self.tau(m) ** 2
+        self._require_directions(m, kept)
         return self.band_moments[kept].sum(axis=0) + tau2 * self.band_directions[~kept].sum(axis=0)
+
+    def _require_directions(self, m: int, kept: np.ndarray) -> None:
+        if self.band_directions is None and not kept.all():
+            raise ValueError(f"clipping at r 2^-{m} needs the rows' directions' products, which this problem was built "
+                             f"without (a line that never clips: mechanisms/exact_sums.py directions=False)")
 
     def clipped_mean(self, m: int) -> np.ndarray:
         """The mean of Clip(X, r 2^-m), exact from the band sums."""
@@ -225,7 +231,9 @@ class CovProblem:
             return self
         exponents, counts = self.clipped_counts(m)
         kept, tau = self.band_exponents >= m, self.tau(m)
-        top, top_units = self.band_directions[~kept].sum(axis=0), self.band_unit_sums[~kept].sum(axis=0)
+        self._require_directions(m, kept)
+        top = np.zeros((self.d, self.d)) if self.band_directions is None else self.band_directions[~kept].sum(axis=0)
+        top_units = self.band_unit_sums[~kept].sum(axis=0)
 
         def with_clipped(values: np.ndarray, clipped: np.ndarray) -> np.ndarray:
             if kept.all():
@@ -240,7 +248,8 @@ class CovProblem:
         sigma = (sigma + sigma.T) / 2
         return CovProblem(self.n, self.d, tau, sigma, np.linalg.eigvalsh(sigma)[::-1].copy(), exponents - m, counts,
                           with_clipped(self.band_moments[kept], tau**2 * top),
-                          with_clipped(self.band_directions[kept], top), self.ridge, None,
+                          None if self.band_directions is None else with_clipped(self.band_directions[kept], top),
+                          self.ridge, None,
                           with_clipped(self.band_sums[kept], tau * top_units),
                           with_clipped(self.band_unit_sums[kept], top_units), self.neighbours)
 

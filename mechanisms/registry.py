@@ -92,6 +92,9 @@ class Mechanism:
     # (option, value) that makes it take the problem's radius as its rows' bound instead of releasing one of its
     # own (AdaptiveCov's PrivRadius): the estimators pass it after radius="private" released the bound
     own_radius: tuple | None = None
+    # reads the rows clipped at levels m > 0 (their directions' sums): the estimators' exact sums then hold the
+    # directions' products too, else only the rows' (one Gram product per band instead of two; issue 61). Plug-ins: True
+    clips: bool = False
     # native add/remove (issue 59): it reads ``problem.neighbours`` and calibrates every step to it
     # (mechanisms/neighbours.py): under privacy_unit="add_remove" it then runs on every row, divided by the released
     # count, instead of the reduction
@@ -153,13 +156,13 @@ MECHANISMS = {m.name: m for m in [
               predict=adaptive.ADAPTIVE_PREDICTION,
               audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^"),
               centre_rows=True, own_radius=("radius", "known"),
-              native=True),
+              native=True, clips=True),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
               audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o"),
-              native=True),
+              native=True, clips=True),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
               audit=replace(_SPECTRAL_AUDIT, options=_CLIP), style=("#a65c00", "s"),
-              native=True),
+              native=True, clips=True),
     Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E",
               audit=_GAUSS_AUDIT, style=("tab:brown", "D"),
               native=True),
@@ -179,7 +182,7 @@ MECHANISMS = {m.name: m for m in [
     Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
               predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
               style=("tab:green", "^"), centre_rows=True, own_radius=("radius", "known"),
-              native=True),
+              native=True, clips=True),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),
@@ -236,12 +239,12 @@ MECHANISMS = {m.name: m for m in [
               "dpcov: Dong et al.'s PrivRadius (Lemma 9), a private mean, then the inner mechanism (issue 39)",
               audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))),
               style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",),
-              add_remove=_RAW_ROWS),
+              add_remove=_RAW_ROWS, clips=True),
     Mechanism("pipeline_pure", "Private pipeline", PureDP, _pipeline_pure,
               "dpcov: Dong et al.'s PrivRadius (Lemma 9), a private mean, then the inner mechanism (issue 39)",
               audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
               style=("tab:olive", "P"), needs=("the raw rows' band sums (dataset table, bound=private)",),
-              add_remove=_RAW_ROWS),
+              add_remove=_RAW_ROWS, clips=True),
 ]}
 
 
@@ -333,7 +336,7 @@ def register_mechanism(*, notion, label: str | None = None, name: str | None = N
                               predict=predict, audit=audit or AuditNeeds(), style=style, needs=tuple(needs),
                               centre_rows=bool(centre_rows), idealized=bool(idealized),
                               add_remove=None if add_remove == "native" else add_remove,
-                              native=add_remove == "native", native_sensitivity=sensitivity)
+                              native=add_remove == "native", native_sensitivity=sensitivity, clips=True)
         if name is not None:
             if name in MECHANISMS:
                 raise ValueError(f"{name!r} is a built-in mechanism; give the plug-in another name")
