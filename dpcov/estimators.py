@@ -635,7 +635,9 @@ class _PrivateFit:
                 ledger += extra
         if second_moment:  # Sigma~ = M~ - mu~ mu~^T, then the clamp (post-processing)
             sigma = as_matrix(estimate) - np.outer(fit.centre, fit.centre)
-            estimate = Spectral.of((sigma + sigma.T) / 2) if spectral else sigma
+            symmetric = (sigma + sigma.T) / 2  # a PCA reads only its top k: the rest is never decomposed
+            estimate = (Spectral.top(symmetric, components) if components else Spectral.of(symmetric)) \
+                if spectral else sigma
             if clamp:
                 estimate = clamp_eigenvalues(estimate, 0.0, fit.radius**2)
         accountant.spend(cov_budget, f"covariance: {mechanism.label} ({mechanism.name})")

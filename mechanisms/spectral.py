@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import eigh as scipy_eigh
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,16 @@ class Spectral:
     @classmethod
     def of(cls, matrix: np.ndarray) -> "Spectral":
         values, vectors = np.linalg.eigh(matrix)
+        return cls(values, vectors)
+
+    @classmethod
+    def top(cls, matrix: np.ndarray, k: int) -> "Spectral":
+        """The k largest eigen-pairs only (LAPACK's syevr on an index range: the tridiagonal reduction, then k
+        vectors instead of d), for a PCA of a released matrix (post-processing; issue 61)."""
+        d = len(matrix)
+        if not 1 <= k < d:
+            return cls.of(matrix)
+        values, vectors = scipy_eigh(matrix, subset_by_index=[d - k, d - 1], driver="evr", check_finite=False)
         return cls(values, vectors)
 
     def matrix(self) -> np.ndarray:

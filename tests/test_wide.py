@@ -39,3 +39,16 @@ def test_eigenvalues_are_computed_on_first_read():
     problem = exact_problem(ExactBandSums(1.0).add(X), 400)
     assert problem.given_eigenvalues is None
     assert np.allclose(problem.eigenvalues, np.linalg.eigvalsh(problem.sigma)[::-1])
+
+
+def test_a_pca_decomposes_only_its_top_k():
+    """Spectral.top: the k largest eigenvalues of the full decomposition, to rounding, and the same subspace."""
+    from dpcov.mechanisms.spectral import Spectral
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((60, 60))
+    M = (A + A.T) / 2
+    full, top = Spectral.of(M), Spectral.top(M, 5)
+    assert np.allclose(top.values, full.values[-5:], rtol=0, atol=1e-12)
+    projector = full.vectors[:, -5:] @ full.vectors[:, -5:].T
+    assert np.allclose(projector @ top.vectors, top.vectors, atol=1e-10)
+    assert Spectral.top(M, 60).values.shape == (60,)  # k = d: the full decomposition
