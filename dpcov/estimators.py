@@ -904,7 +904,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
                 raise ValueError("X and y have different numbers of rows: one target per row")
             rows, d = np.column_stack([X, y]), X.shape[1]
         released, centre, _, n = self._private_covariance(rows, persons=persons)  # n: the public count
-        residual = None
+        residual = mean_effect = None
         if isinstance(released, RidgeRelease):  # a regression line (e.g. "adassp"): its model, on centred rows
             self.covariance_ = self.alpha_ = None
             self.coef_ = w = np.asarray(released.weights, dtype=float)
@@ -934,7 +934,7 @@ class PrivateRidge(_PrivateFit, RegressorMixin, BaseEstimator):
         self.passed_ = bool(getattr(released, "passed", True))  # a propose-test-release line's test (TukeyEM: _fit_raw)
         self.location_ = centre  # the released mean of [x, y] (zeros under assume_centered)
         self.intercept_ = float(centre[d] - centre[:d] @ w)
-        self._set_standard_errors(noise_covariance, residual, centre, n, d, locals().get("mean_effect"))
+        self._set_standard_errors(noise_covariance, residual, centre, n, d, mean_effect)
         return self
 
     def _entry_sd(self, width: int) -> float | None:

@@ -153,7 +153,8 @@ class CovProblem:
         eigenvalues are NaN: a mechanism that reads them instead of the rows fails loudly."""
         rows = np.asarray(rows, dtype=float)
         if rows.ndim != 2 or len(rows) < 1:
-            raise ValueError(f"rows must be a 2-D array with at least one row, got shape {rows.shape}")
+            raise ValueError(f"rows must be a 2-D array with at least one row, got {rows.ndim} dimension(s)"
+                             if rows.ndim != 2 else "rows must hold at least one row")
         d = rows.shape[1]
         return cls(len(rows), d, 1.0, np.full((d, d), np.nan), np.full(d, np.nan), None, None, None, None,
                    ridge=ridge, rows=rows)
