@@ -427,3 +427,13 @@ def test_the_transcript_flags_a_statistic_beyond_its_sensitivity():
     recorded, replayed, _, _ = run_pair(step(0.0), step(0.5))
     assert differences(recorded, replayed) == []
     assert math.isclose(recorded.steps[0].sensitivity, 0.5)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_tukey_in_private_ridge_replays(family):
+    """PrivateRidge(mechanism="tukey") on raw rows: the count (add/remove), the test and the restricted exponential
+    mechanism, every family (issue 60). A large budget, so that these few rows have enough models for the test."""
+    X, other, force, unit = neighbours(family, base_rows())
+    make = [fitting(PrivateRidge(mechanism="tukey", budget=ApproxDP(40.0, 0.2), numerics="idealized",
+                                 random_state=3, privacy_unit=unit), *split_ridge(data)) for data in (X, other)]
+    check_pair(*make, force)
