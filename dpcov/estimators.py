@@ -148,12 +148,14 @@ def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radi
 
 
 def _exact_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float,
-                     grams: bool = True, directions: bool = True) -> ExactBandSums:
+                     grams: bool = True, directions: bool = True, level: int | None = None) -> ExactBandSums:
     """A block's exact sums (mechanisms/exact_sums.py): the rows clipped, shifted, rounded to their band's grid and
     added as integers -- the same integers for every input kind, block and order. ``grams=False``: no d x d
-    products (the mean's pass, where the covariance will sum rows shifted by the mean anyway); ``directions=False``:
-    not the directions' (a line that never clips, ``Mechanism.clips``)."""
-    return ExactBandSums(radius, grams=grams, directions=directions).add(X, np.inf if clip is None else clip, shift)
+    products (the mean's pass, where the covariance will sum rows shifted by the mean anyway; a deferred first
+    pass); ``directions=False``: not the directions' (a line that never clips, ``Mechanism.clips``); ``level``: the
+    products of that clipping level alone (a deferred second pass)."""
+    return ExactBandSums(radius, grams=grams, directions=directions, level=level).add(
+        X, np.inf if clip is None else clip, shift)
 
 
 @dataclass
@@ -525,7 +527,8 @@ class _PrivateFit:
         elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can; no
             # products where it will sum rows minus the mean, or is not native)
             fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius,
-                                             not shifts and fit.mechanism.native, fit.mechanism.clips)
+                                             not shifts and fit.mechanism.native and not fit.mechanism.exact_levels,
+                                             fit.mechanism.clips)
             fit.centre = private_mean_of(None, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
                                          Neighbours("add_remove", row_scale(fit.d, fit.exact.bits)),
                                          fit.exact.mean(0, fit.n))
@@ -592,6 +595,16 @@ class _PrivateFit:
         if not native:  # replace-one, or add/remove by the reduction: the rows resized to the public count
             problem = fit.rows.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
             route = "" if self.privacy_unit == "replace_one" else f" [{REDUCTION_ROUTE}]"
+        elif self.numerics == "hardened" and mechanism.exact_levels:  # every row, exact sums without products
+            # (mechanisms/exact_sums.py), / the released count; the level the release reads gets its products alone,
+            # in a second pass when read (one Gram product per band, not two; issue 61)
+            reused = fit.exact is not None and not fit.exact.grams and fit.shift is None
+            sums = fit.exact if reused else fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip,
+                                                                 fit.shift, fit.radius, False)
+            rows, shift, radius = fit.every_row, fit.shift, fit.radius
+            sums.defer(lambda level: rows.reduce(_exact_band_sums, ExactBandSums.merge, clip, shift, radius, True,
+                                                 True, level))
+            problem = exact_problem(sums, fit.n)
         elif self.numerics == "hardened":  # every row, exact sums (mechanisms/exact_sums.py), / the released count
             sums = fit.exact if fit.exact is not None and fit.exact.grams and fit.shift is None else \
                 fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip, fit.shift, fit.radius, True,
@@ -709,6 +722,16 @@ def _regression_line(mechanism) -> bool:
     return "a ridge task" in mechanism.needs
 
 
+def _signed(components: np.ndarray) -> np.ndarray:
+    """Components (rows) each signed so its largest-magnitude entry is positive (scikit-learn's convention): an
+    eigenvector's sign is arbitrary, and this one does not depend on which eigensolver found it."""
+    components = np.array(components, dtype=float)
+    if components.size:
+        largest = np.abs(components).argmax(axis=1)
+        components *= np.where(components[np.arange(len(components)), largest] < 0, -1.0, 1.0)[:, None]
+    return components
+
+
 def _draws_top_k(mechanism, components) -> bool:
     """A PCA (``components`` set) whose mechanism can draw only the top eigenvectors."""
     return components is not None and "components" in mechanism.option_names()
@@ -812,7 +835,7 @@ class PrivatePCA(ClassNamePrefixFeaturesOutMixin, _PrivateFit, TransformerMixin,
                           f"(e.g. AdaptiveCov's private radius finds no row above r 2^-K with too few rows for its "
                           f"share); components_ are the first {k} coordinate axes, not principal components",
                           UselessReleaseWarning, stacklevel=2)
-        self.components_ = spectral.vectors[:, order].T.copy()
+        self.components_ = _signed(spectral.vectors[:, order].T)
         self.explained_variance_ = np.clip(spectral.values[order], 0.0, radius**2)  # post-processing
         self.n_components_ = int(k)
         return self

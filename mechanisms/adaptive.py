@@ -162,7 +162,8 @@ def svt_eps(budget) -> float:
 
 def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
                  beta: float = 0.1, radius: str = "private", split: dict | None = None,
-                 separate_noise_factor: float = 1.0, numerics: str = "idealized") -> np.ndarray | Spectral:
+                 separate_noise_factor: float = 1.0, numerics: str = "idealized",
+                 components: int | None = None) -> np.ndarray | Spectral:
     """AdaptiveCov: clip at a privately chosen tau, then the better of ClipGaussCov/ClipSeparateCov.
 
     radius="private" runs PrivRadius; radius="known" takes the declared radius r as r~ (the paper's
@@ -177,6 +178,10 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
 
     numerics="hardened" (mechanisms/noise.py): every step on a grid with exact integer noise -- both SVTs
     (``hardened_above_threshold``), the trace and the covariance release (discrete Gaussian or Laplace).
+
+    components (a PCA of that many components; post-processing of the same release): the eigen-pairs it reads only
+    -- the top ones of ClipGaussCov's matrix, or SeparateCov's pairs down to the deepest of its k largest values
+    (``gaussian.paired``) -- instead of a full eigendecomposition (issue 61).
     """
     problem.require_bands("AdaptiveCov")
     if radius not in ("private", "known"):
@@ -184,6 +189,9 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     if not 0 < beta < 1:
         raise ValueError(f"beta must lie in (0, 1), got {beta!r}")
     noise.check_numerics(numerics)
+    if components is not None and (isinstance(components, bool) or not isinstance(components, (int, np.integer))
+                                   or components < 1):
+        raise ValueError(f"components must be an integer >= 1, got {components!r}")
     if not separate_noise_factor > 0:
         raise ValueError(f"separate_noise_factor must be > 0, got {separate_noise_factor!r}")
     split = {**PAPER_SPLIT, **(split or {})}
@@ -221,19 +229,21 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     if r_tilde**2 == 0.0 or (numerics == "hardened" and r_tilde**2 < HARDENED_FLOOR):
         return np.zeros((d, d))  # every row is (numerically) zero: nothing left to estimate
     # Steps 2-4: X~ = Clip(X, r~); a private upper bound on tr(X~) (sensitivity r~^2 / n).
-    clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
     if numerics == "hardened":
-        trace_error = None
         if problem.exact is not None:  # add/remove: the exact sums' trace, its error public (mechanisms/exact_sums.py)
             clipped_trace, trace_error = problem.exact.trace(m0, n)
+        else:
+            clipped_trace, trace_error = float(np.trace(problem.clipped_sigma(m0))), None
         noisy_trace = _hardened_trace(clipped_trace, r_tilde, n, d, total.scaled(split["trace"]), beta, accountant,
                                       rng, trace_error, problem.neighbours.scale)
     elif pure:  # Laplace mechanism and its one-sided tail: P(Lap(b) > b log(4/beta)) = beta/8
+        clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
         trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         b = r_tilde**2 / (n * trace_budget.eps)
         noisy_trace = _step("laplace", "AdaptiveCov: trace", clipped_trace, clipped_trace + rng.laplace(scale=b),
                             sensitivity=r_tilde**2 / n, norm="l1", scale=b) + b * math.log(4 / beta)
     else:  # Gaussian mechanism and its tail: P(N(0, sd^2) > sd sqrt(2 log(8/beta))) <= beta/8
+        clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
         trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         sd = gaussian_sigma(r_tilde**2 / n, trace_budget)
         noisy_trace = _step("gaussian", "AdaptiveCov: trace", clipped_trace, clipped_trace + sd * rng.standard_normal(),
@@ -282,9 +292,10 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     if separate_noise_factor * predict_separate(trace_hat, tau, n, d, cov_budget, beta / 2) >= \
             predict_gauss(tau, n, d, cov_budget, beta / 2):
         release_plain = laplace.lap_at if pure else gauss_at
-        return release_plain(problem, m, cov_budget, accountant, rng, numerics)
+        matrix = release_plain(problem, m, cov_budget, accountant, rng, numerics)
+        return matrix if components is None else Spectral.top(matrix, int(components))
     release_separate = laplace.separate_lap_at if pure else separate_at
-    return release_separate(problem, m, cov_budget, accountant, rng, numerics)
+    return release_separate(problem, m, cov_budget, accountant, rng, numerics, components)
 
 
 def _exact_bias(exponents: np.ndarray, counts: np.ndarray, m0: int, m: int, bound: float) -> float:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg.blas import dsyrk as _syrk
 
 from .banded import band_edges, bands_of
 from .neighbours import Neighbours
@@ -48,6 +49,18 @@ UNIT_ROUNDOFF = 2.0**-53
 
 
 _NO_GRAM = np.zeros((1, 1), dtype=np.int64)  # the products' place in sums made without them
+TILE_ENTRIES = 1 << 22  # entries of X read at a time (32 MB of float64) by the sums' element-wise work
+
+
+def _mirrored(upper: np.ndarray, block: int = 512) -> np.ndarray:
+    """The symmetric matrix of syrk's upper triangle (mirrored in place, a block at a time), as exact int64 (its
+    entries are integers below 2^53)."""
+    for start in range(0, len(upper), block):
+        stop = start + block
+        upper[start:stop, :start] = upper[:start, start:stop].T
+        square = upper[start:stop, start:stop]
+        square[...] = np.triu(square) + np.triu(square, 1).T
+    return upper.astype(np.int64)
 
 
 def row_scale(d: int, bits: int = GRID_BITS) -> float:
@@ -59,15 +72,21 @@ class ExactBandSums:
     """Per band: the count and the exact integer sums of the rounded rows (module docstring). ``add`` a block of rows
     (finite; clipped to ``clip`` here), ``merge`` another's sums. Integer sums: any order, any blocks, same result."""
 
-    def __init__(self, radius: float, bits: int = GRID_BITS, grams: bool = True, directions: bool = True):
-        """``grams=False``: the sums of the rows and their directions only, no d x d products (a mean's pass).
-        ``directions=False``: no d x d products of the directions, which only clipping levels m > 0 read (a line that
-        never clips: one Gram product per band instead of two; issue 61)."""
+    def __init__(self, radius: float, bits: int = GRID_BITS, grams: bool = True, directions: bool = True,
+                 level: int | None = None):
+        """``grams=False``: the sums of the rows and their directions only, no d x d products (a mean's pass; or the
+        first pass of deferred sums, ``defer``). ``directions=False``: no d x d products of the directions, which only
+        clipping levels m > 0 read (a line that never clips: one Gram product per band instead of two; issue 61).
+        ``level``: the products clipping level ``level`` reads and no other -- per band the rows' (j >= level) or
+        the directions' (j < level): one product per band (a deferred pass, ``defer``)."""
         if not (np.isfinite(radius) and radius > 0):
             raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+        if level is not None and not (isinstance(level, (int, np.integer)) and 0 <= level <= FLOOR_BAND):
+            raise ValueError(f"level must be an integer in [0, {FLOOR_BAND}], got {level!r}")
         self.radius, self.bits, self.n, self.d = float(radius), int(bits), 0, None
         self.grams = bool(grams)
         self.with_directions = bool(directions)
+        self.level = None if level is None else int(level)
         # rows are scaled by 2^-e (exact) so the radius lies in [1/2, 1): no square of a row above the floor band
         # underflows, whatever the radius (a row's norm and direction stay exact to a few ulps)
         self._exponent = math.frexp(self.radius)[1]
@@ -77,7 +96,26 @@ class ExactBandSums:
         self.directions: dict[int, np.ndarray] = {}
         self.totals: dict[int, np.ndarray] = {}
         self.unit_totals: dict[int, np.ndarray] = {}
+        # the products' diagonals (sum x^ ** 2 and u^ ** 2 per column), always: a trace needs no d x d product
+        self.moment_squares: dict[int, np.ndarray] = {}
+        self.direction_squares: dict[int, np.ndarray] = {}
         self._moments_at: dict[int, tuple] = {}  # clipped_moment's results by level (cleared when rows are added)
+        self._source = None  # deferred sums: level -> the same rows' sums with that level's products (``defer``)
+
+    @property
+    def _stores(self) -> tuple[dict, ...]:
+        return (self.moments, self.directions, self.totals, self.unit_totals, self.moment_squares,
+                self.direction_squares)
+
+    def defer(self, source) -> "ExactBandSums":
+        """Sums without products (``grams=False``) whose d x d statistic at a clipping level is formed when a release
+        reads it: ``source(m)`` sums the same rows again with ``level=m`` (one Gram product per band, for the level
+        chosen instead of both products of every band; issue 61). The integers are the ones full sums give; the
+        second pass must see the same rows (its counts are checked)."""
+        if self.grams:
+            raise ValueError("only sums made without products (grams=False) can defer them")
+        self._source = source
+        return self
 
     def add(self, X: np.ndarray, clip: float = np.inf, shift: np.ndarray | None = None) -> "ExactBandSums":
         """Rows of ``X`` clipped to norm ``clip``, then shifted by ``-shift`` (a released mean), then (rounding aside)
@@ -92,59 +130,87 @@ class ExactBandSums:
             self._add_chunk(X[start:start + CHUNK], clip, shift)
         return self
 
-    def _add_chunk(self, X: np.ndarray, clip: float, shift) -> None:
-        if shift is None:  # a row outside the radius never reaches the power-of-two scaling (it could overflow there)
-            clip = min(clip, self.radius)
-        if np.isfinite(clip):  # in the rows' own units (row_norms norms a finite row whose squares overflow)
+    def _transformed(self, X: np.ndarray, clip: float, shift) -> tuple[np.ndarray, np.ndarray]:
+        """(a copy of the rows ``X`` as the sums read them, their norms): clipped to ``clip`` in their own units
+        (row_norms norms a finite row whose squares overflow), scaled by 2^-e (exact: the radius then in [1/2, 1)),
+        shifted, and onto the radius where rounding left them outside. Row by row: a row's bits are the same in any
+        block of rows, so a band's rows can be read again a tile at a time."""
+        X = np.array(X, dtype=float)
+        if np.isfinite(clip):
             norms = row_norms(X)
             outside = norms > clip
             if outside.any():
-                X = X.copy()
                 X[outside] *= (clip / norms[outside])[:, None]
-        e = self._exponent
-        X = np.ldexp(X, -e)  # exact: the radius now in [1/2, 1), the rows inside it (up to rounding)
+        np.ldexp(X, -self._exponent, out=X)
         if shift is not None:
-            X = X - np.ldexp(np.asarray(shift, dtype=float), -e)
+            X -= np.ldexp(np.asarray(shift, dtype=float), -self._exponent)
         radius = self._radius
         norms = row_norms(X)
         outside = norms > radius
         if outside.any():  # rounding (of the clip, or of a shifted row): onto the sphere
             X[outside] *= (radius / norms[outside])[:, None]
             norms = np.where(outside, radius, norms)
+        return X, norms
+
+    def _add_chunk(self, X: np.ndarray, clip: float, shift) -> None:
+        """A chunk's rows (at most CHUNK): first every row's band, then each band's rows a tile at a time (tiles of
+        about TILE_ENTRIES entries: the element-wise work's temporaries stay small whatever n and d), their products
+        added into one float64 accumulator per band (BLAS syrk, exact: integer partial sums below 2^53)."""
+        if shift is None:  # a row outside the radius never reaches the power-of-two scaling (it could overflow there)
+            clip = min(clip, self.radius)
+        radius, tile = self._radius, max(1, TILE_ENTRIES // max(self.d, 1))
         bands = np.full(len(X), -1, dtype=np.int64)
-        nonzero = norms > 0
-        if nonzero.any():
-            values = np.ascontiguousarray(norms[nonzero])
-            out = np.empty(len(values), dtype=np.int64)
-            bands_of(values, radius, band_edges(radius), out)
-            bands[nonzero] = np.minimum(out, FLOOR_BAND)
+        for start in range(0, len(X), tile):
+            _, norms = self._transformed(X[start:start + tile], clip, shift)
+            nonzero = np.flatnonzero(norms > 0)
+            if len(nonzero):
+                values = np.ascontiguousarray(norms[nonzero])
+                out = np.empty(len(values), dtype=np.int64)
+                bands_of(values, radius, band_edges(radius), out)
+                bands[start + nonzero] = np.minimum(out, FLOOR_BAND)
         step = math.ldexp(1.0, self.bits)
-        for j in np.unique(bands[nonzero]):
+        for j in np.unique(bands[bands >= 0]):
             index = np.flatnonzero(bands == j)
-            rows = X[index]
-            rounded = np.rint(rows * (math.ldexp(1.0, int(j) + self.bits) / radius))
-            # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms may
-            # have underflowed: theirs are left zero
-            units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[index][:, None] * step)
-            grams = (rounded.T @ rounded, units.T @ units if self.with_directions else _NO_GRAM) if self.grams \
-                else (_NO_GRAM, _NO_GRAM)
-            self._accumulate(int(j), len(index), *grams, rounded.sum(axis=0), units.sum(axis=0))
+            scale = math.ldexp(1.0, int(j) + self.bits) / radius
+            if not self.grams:
+                products = (False, False)
+            elif self.level is not None:  # the one product level m reads: the rows' at or below it, else directions'
+                products = (j >= self.level, j < self.level)
+            else:
+                products = (True, self.with_directions)
+            grams = [np.zeros((self.d, self.d), order="F") if wanted else None for wanted in products]
+            sums = np.zeros((4, self.d))  # sum x^, sum u^, sum x^ ** 2, sum u^ ** 2 (exact integers below 2^53)
+            for start in range(0, len(index), tile):
+                rows, norms = self._transformed(X[index[start:start + tile]], clip, shift)
+                rounded = np.rint(rows * scale)
+                # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms
+                # may have underflowed: theirs are left zero
+                units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[:, None] * step)
+                for gram, values in zip(grams, (rounded, units)):
+                    if gram is not None:  # gram += values^T values, its upper triangle, in place
+                        _syrk(1.0, values.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
+                sums += (rounded.sum(axis=0), units.sum(axis=0), np.einsum("ij,ij->j", rounded, rounded),
+                         np.einsum("ij,ij->j", units, units))
+            self._accumulate(int(j), len(index), *(_NO_GRAM if gram is None else _mirrored(gram) for gram in grams),
+                             *sums)
         self.n += len(X)
 
-    def _accumulate(self, j: int, count: int, moment, direction, total, unit_total) -> None:
+    def _accumulate(self, j: int, count: int, *parts) -> None:
+        """Band j's ``count`` rows' sums, one part per store (``_stores``' order), added exactly."""
         self._moments_at.clear()
         values = [np.asarray(v).astype(np.int64) if not isinstance(v, np.ndarray) or v.dtype != object else v
-                  for v in (moment, direction, total, unit_total)]
+                  for v in parts]
+        stores = self._stores
         if j not in self.counts:
             self.counts[j] = 0
-            self.moments[j], self.directions[j], self.totals[j], self.unit_totals[j] = \
-                (np.zeros_like(v, dtype=np.int64) for v in values)
+            for store, v in zip(stores, values):
+                store[j] = np.zeros_like(v, dtype=np.int64)
         self.counts[j] += count
         if self.counts[j] > INT64_ROWS:  # beyond int64's room: exact Python integers
-            for store in (self.moments, self.directions, self.totals, self.unit_totals):
+            for store in stores:
                 if store[j].dtype != object:
                     store[j] = store[j].astype(object)
-        for store, value in zip((self.moments, self.directions, self.totals, self.unit_totals), values):
+        for store, value in zip(stores, values):
             if store[j].dtype == object:
                 store[j] = store[j] + value.astype(object)
             else:
@@ -152,13 +218,12 @@ class ExactBandSums:
 
     def merge(self, other: "ExactBandSums") -> "ExactBandSums":
         if other.radius != self.radius or other.bits != self.bits or other.grams != self.grams \
-                or other.with_directions != self.with_directions:
+                or other.with_directions != self.with_directions or other.level != self.level:
             raise ValueError("cannot merge exact sums of another radius, grid or kind")
         if other.d is not None and self.d is not None and other.d != self.d:
             raise ValueError(f"cannot merge sums of {other.d} columns into sums of {self.d}")
         for j in sorted(other.counts):
-            self._accumulate(j, other.counts[j], other.moments[j], other.directions[j], other.totals[j],
-                             other.unit_totals[j])
+            self._accumulate(j, other.counts[j], *(store[j] for store in other._stores))
         self.n += other.n
         self.d = self.d if self.d is not None else other.d
         return self
@@ -174,30 +239,41 @@ class ExactBandSums:
                              f"down to r 2^-{FLOOR_BAND} (mechanisms/exact_sums.py)")
         return m
 
-    def _level_sum(self, m: int, power: int) -> tuple[np.ndarray, float]:
-        """The rows clipped to tau = r 2^-m, summed -- x x^T (power 2) or x (power 1) -- as exact integers in units of
-        r^power 2^-power (m + k + GUARD): each band's integer sum times its power of two, or, for bands more than
-        GUARD below tau (their rows' grids finer than the statistic needs), divided by it and rounded (each within
-        half a unit of exact). Returns (the integers: int64 where every partial sum provably fits, else Python
-        integers; the same values either way), the public bound on the rounding (units per entry: half a unit per
-        band that can round, at most FLOOR_BAND + 1 of them)."""
-        key = (m, power)
-        if power == 2 and not self.grams:
-            raise ValueError("these exact sums hold no d x d products (grams=False: a mean's pass)")
-        if power == 2 and m > 0 and not self.with_directions and any(j < m for j in self.counts):
-            raise ValueError(f"clipping at r 2^-{m} reads the directions' products, which these exact sums were made "
-                             f"without (directions=False: a line that never clips)")
+    def _level_sum(self, m: int, power: int, diagonal: bool = False) -> tuple[np.ndarray, float]:
+        """The rows clipped to tau = r 2^-m, summed -- x x^T (power 2; ``diagonal``: its diagonal alone, from the
+        squares' sums, no product read) or x (power 1) -- as exact integers in units of r^power 2^-power (m + k +
+        GUARD): each band's integer sum times its power of two, or, for bands more than GUARD below tau (their rows'
+        grids finer than the statistic needs), divided by it and rounded (each within half a unit of exact).
+        Returns (the integers: int64 where every partial sum provably fits, else Python integers; the same values
+        either way), the public bound on the rounding (units per entry: half a unit per band that can round, at most
+        FLOOR_BAND + 1 of them)."""
+        key = (m, power, diagonal)
         if key in self._moments_at:
             return self._moments_at[key]
+        if power == 2 and not diagonal:
+            if not self.grams:
+                if self._source is None:
+                    raise ValueError("these exact sums hold no d x d products (grams=False: a mean's pass)")
+                self._moments_at[key] = self._deferred(m)
+                return self._moments_at[key]
+            if self.level is not None and m != self.level:
+                raise ValueError(f"these exact sums hold the products clipping level {self.level} reads, not level "
+                                 f"{m}'s")
+            if m > 0 and self.level is None and not self.with_directions and any(j < m for j in self.counts):
+                raise ValueError(f"clipping at r 2^-{m} reads the directions' products, which these exact sums were "
+                                 f"made without (directions=False: a line that never clips)")
         bits, total_rows = self.bits, sum(self.counts.values())
         guard = GUARD[power]
         fits = total_rows * (2**bits + 1) ** power * 2 ** (power * guard) < INT64_SUMS  # (speed only: same result)
-        total = np.zeros((self.d, self.d) if power == 2 else (self.d,), dtype=np.int64 if fits else object)
+        kept, clipped = (self.totals, self.unit_totals) if power == 1 else \
+            (self.moment_squares, self.direction_squares) if diagonal else (self.moments, self.directions)
+        shape = (self.d, self.d) if power == 2 and not diagonal else (self.d,)
+        total = np.zeros(shape, dtype=np.int64 if fits else object)
         for j in sorted(self.counts):
             if j < m:  # clipped onto tau: tau^p u^ u^^T 2^-pk = its integers times 2^(p GUARD) in these units
-                values, shift = (self.directions[j] if power == 2 else self.unit_totals[j]), power * guard
+                values, shift = clipped[j], power * guard
             else:  # x^ on r 2^-(j + k): its integers times 2^(p (m + GUARD - j))
-                values, shift = (self.moments[j] if power == 2 else self.totals[j]), power * (m + guard - j)
+                values, shift = kept[j], power * (m + guard - j)
             values = values if fits else values.astype(object)
             if shift >= 0:
                 total = total + (values << shift if fits else values * (1 << shift))
@@ -208,12 +284,29 @@ class ExactBandSums:
         self._moments_at[key] = (total, max(0, FLOOR_BAND - m - guard) / 2)  # at most that many bands round
         return self._moments_at[key]
 
+    def _deferred(self, m: int) -> tuple[np.ndarray, float]:
+        """Level m's product sums from the second pass (``defer``), checked to be of the same rows."""
+        other = self._source(m)
+        same = isinstance(other, ExactBandSums) and other.n == self.n and other.d == self.d \
+            and other.counts == self.counts and other.level == m and all(
+                np.array_equal(other.moment_squares[j], self.moment_squares[j]) for j in self.counts)
+        if not same:
+            raise RuntimeError(f"the rows read for level {m}'s products are not the rows summed first: deferred exact "
+                               "sums need a source that reads the same rows again")
+        return other._level_sum(m, 2)
+
     def clipped_moment(self, m: int):
         """(S of the rows clipped to r 2^-m in units of r^2 4^-(m + k + GUARD) (``_level_sum``), its trace, the
         rounding's public bound per entry in those units)."""
         m = self._level(m)
         total, slack = self._level_sum(m, 2)
-        return total, int(sum(int(total[i, i]) for i in range(self.d))), slack
+        return total, self._trace_units(m), slack
+
+    def _trace_units(self, m: int) -> int:
+        """The trace of ``clipped_moment``'s S, in its units, from the squares' sums alone (the same integer as the
+        product's diagonal: both are exact)."""
+        diagonal, _ = self._level_sum(m, 2, diagonal=True)
+        return int(sum(int(v) for v in diagonal.tolist()))
 
     def in_units(self, values, power: int, divisor: float, level: int):
         """Exact integers (an array, or one) in units of r^power 2^-power (level + k + GUARD), divided by
@@ -256,7 +349,7 @@ class ExactBandSums:
     def trace(self, m: int, n_public: int) -> tuple[float, float]:
         """(tr Sigma of the clipped rows, clipped to [0, tau^2], its float error)."""
         level = self._level(m)
-        _, trace, slack = self.clipped_moment(level)
+        trace, slack = self._trace_units(level), self._level_sum(level, 2, diagonal=True)[1]
         limit = int(n_public) << (2 * (self.bits + GUARD[2]))
         error = 5 * UNIT_ROUNDOFF * self._tau2(level) + self.d * slack * self._unit(level, 2) / int(n_public)
         return float(self.in_units(min(trace, limit), 2, int(n_public), level)), error
@@ -283,25 +376,31 @@ def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
     rows' sums / ñ) for what is not released hardened, the exact sums for what is (``CovProblem.exact``)."""
     if sums.n == 0 or sums.d is None:
         raise ValueError("data must have at least one row and one column, got no rows")
-    if not sums.grams:
+    if not sums.grams and sums._source is None:
         raise ValueError("a problem needs the rows' d x d products: these exact sums were made without (grams=False)")
+    if sums.level is not None:
+        raise ValueError(f"a problem needs every band's products: these exact sums hold level {sums.level}'s only")
     n, d, r = int(n_public), sums.d, sums.radius
     exponents = np.array(sorted(sums.counts), dtype=np.int64)
     unit_step = math.ldexp(1.0, -sums.bits)
-    # x^ on the grid r 2^-(j + k): in units of r^p 2^-p(F + k), a band's sums are 2^p(F - j) of its integers
-    moments = np.array([sums.in_units(sums.moments[j], 2, n, int(j) - GUARD[2]) for j in exponents]
-                       ).reshape(len(exponents), d, d)
-    directions = np.array([sums.directions[j].astype(float) * unit_step**2 / n for j in exponents]
-                          ).reshape(len(exponents), d, d) if sums.with_directions else None
     totals = np.array([sums.in_units(sums.totals[j], 1, n, int(j) - GUARD[1]) for j in exponents]
                       ).reshape(len(exponents), d)
     unit_totals = np.array([sums.unit_totals[j].astype(float) * unit_step / n for j in exponents]
                            ).reshape(len(exponents), d)
     counts = np.array([sums.counts[j] for j in exponents], dtype=np.int64)
+    neighbours = Neighbours("add_remove", row_scale(d, sums.bits))
+    if not sums.grams:  # deferred: no per-band products; Sigma and every level's statistic formed when read
+        return CovProblem(n, d, r, None, None, exponents, counts, None, None, ridge, None, totals, unit_totals,
+                          neighbours, sums)
+    # x^ on the grid r 2^-(j + k): in units of r^p 2^-p(F + k), a band's sums are 2^p(F - j) of its integers
+    moments = np.array([sums.in_units(sums.moments[j], 2, n, int(j) - GUARD[2]) for j in exponents]
+                       ).reshape(len(exponents), d, d)
+    directions = np.array([sums.directions[j].astype(float) * unit_step**2 / n for j in exponents]
+                          ).reshape(len(exponents), d, d) if sums.with_directions else None
     sigma = moments.sum(axis=0) if len(exponents) else np.zeros((d, d))
     sigma = (sigma + sigma.T) / 2
     return CovProblem(n, d, r, sigma, None, exponents, counts, moments, directions,
-                      ridge, None, totals, unit_totals, Neighbours("add_remove", row_scale(d, sums.bits)), sums)
+                      ridge, None, totals, unit_totals, neighbours, sums)
 
 
 def eigenvalues_back(values: np.ndarray, tau2: float) -> np.ndarray:

@@ -161,10 +161,11 @@ def hardened_eigenvalues(eigenvalues: np.ndarray, row_bound: float, n: int, acco
 def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
                    budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
                    numerics: str = "idealized", neighbours: Neighbours = REPLACE_ONE, float_error: float | None = None,
-                   eigen=None) -> Spectral:
+                   eigen=None, components: int | None = None) -> Spectral:
     """SeparateCov (Dong Algorithm 1) on the covariance of rows of norm <= row_bound; numerics="hardened":
     the eigenvalues and GaussCov on a grid with exact noise (``eigenvalue_float_error``). ``eigen``: (eigenvalues,
-    their float error, the map back) from ``released_eigen`` (add/remove's exact route); ``float_error``: Sigma's."""
+    their float error, the map back) from ``released_eigen`` (add/remove's exact route); ``float_error``: Sigma's;
+    ``components``: the pairs a PCA of that many components reads (``paired``)."""
     half = budget.scaled(0.5)
     values_error, back = None, (lambda released: released)
     if eigen is not None:
@@ -187,11 +188,24 @@ def separate_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound:
         noisy_values = back(_step("gaussian", "SeparateCov: eigenvalues", eigenvalues,
                                   eigenvalues + scale * rng.standard_normal(len(eigenvalues)), sensitivity=l2,
                                   norm="l2", scale=scale, shape=np.shape(eigenvalues)))
-    # Steps 3-4: eigenvectors of GaussCov(X, rho/2), from eigh (not SVD, which flips signs).
-    _, vectors = np.linalg.eigh(gauss_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
-                                            float_error))
-    # Step 5: pair both in descending order; noisy_values keeps the order of the true eigenvalues.
-    return Spectral(noisy_values, vectors[:, ::-1])
+    # Steps 3-5: eigenvectors of GaussCov(X, rho/2), paired with the values in descending order.
+    return paired(noisy_values, gauss_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
+                                            float_error), components)
+
+
+def paired(noisy_values: np.ndarray, noisy_matrix: np.ndarray, components: int | None = None) -> Spectral:
+    """SeparateCov's release (Dong Algorithm 1, steps 3-5): the noisy matrix's eigenvectors from eigh (not SVD, which
+    flips signs), paired in descending order with the released values, which keep the order of the true eigenvalues.
+    ``components`` (a PCA of k components; post-processing): only the pairs down to the deepest position among the k
+    largest released values (the ones a PCA reads), those vectors alone computed (LAPACK's syevr on an index range:
+    issue 61)."""
+    d = len(noisy_values)
+    if components is None or components >= d:
+        _, vectors = np.linalg.eigh(noisy_matrix)
+        return Spectral(noisy_values, vectors[:, ::-1])
+    deepest = int(np.argsort(-noisy_values, kind="stable")[:components].max())
+    top = Spectral.top(noisy_matrix, deepest + 1)
+    return Spectral(noisy_values[:deepest + 1], top.vectors[:, ::-1])
 
 
 def gauss_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,
@@ -209,14 +223,14 @@ def at_level(release, problem: CovProblem, m: int, budget, accountant: Accountan
 
 
 def separate_at_level(release, problem: CovProblem, m: int, budget, accountant: Accountant,
-                      rng: np.random.Generator, numerics: str) -> Spectral:
+                      rng: np.random.Generator, numerics: str, components: int | None = None) -> Spectral:
     """``release`` (separate_noisy, laplace.separate_lap_noisy) on Clip(X, r 2^-m), its eigenvalues as
-    ``released_eigen`` gives them under add/remove's exact sums."""
+    ``released_eigen`` gives them under add/remove's exact sums; ``components``: a PCA's (``paired``)."""
     sigma, error = released_sigma(problem, m, numerics)
     eigen = released_eigen(problem, m, numerics) if problem.exact is not None else None
     eigenvalues = problem.eigenvalues if m <= 0 and eigen is None else None
     return release(sigma, eigenvalues, problem.tau(m), problem.n, budget, accountant, rng, numerics,
-                   problem.neighbours, error, eigen)
+                   problem.neighbours, error, eigen, components=components)
 
 
 def gauss_at(problem: CovProblem, m: int, budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
@@ -226,9 +240,9 @@ def gauss_at(problem: CovProblem, m: int, budget: ZCDP, accountant: Accountant, 
 
 
 def separate_at(problem: CovProblem, m: int, budget: ZCDP, accountant: Accountant, rng: np.random.Generator,
-                numerics: str) -> Spectral:
+                numerics: str, components: int | None = None) -> Spectral:
     """SeparateCov on Clip(X, r 2^-m)."""
-    return separate_at_level(separate_noisy, problem, m, budget, accountant, rng, numerics)
+    return separate_at_level(separate_noisy, problem, m, budget, accountant, rng, numerics, components)
 
 
 def separate_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,

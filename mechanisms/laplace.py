@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from . import noise
-from .gaussian import (_exact_or_refuse, at_level, hardened_eigenvalues, hardened_upper, mirrored_upper, released_sigma,
-                       separate_at_level, upper_of)
+from .gaussian import (_exact_or_refuse, at_level, hardened_eigenvalues, hardened_upper, mirrored_upper, paired,
+                       released_sigma, separate_at_level, upper_of)
 from .neighbours import REPLACE_ONE, Neighbours
 from .privacy import PureDP, Accountant
 from .predictions import Bound, Facts, laplace_noise
@@ -49,7 +49,7 @@ def lap_noisy(sigma: np.ndarray, row_bound: float, n: int, budget: PureDP,
 def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bound: float, n: int,
                        budget: PureDP, accountant: Accountant, rng: np.random.Generator,
                        numerics: str = "idealized", neighbours: Neighbours = REPLACE_ONE,
-                       float_error: float | None = None, eigen=None) -> Spectral:
+                       float_error: float | None = None, eigen=None, components: int | None = None) -> Spectral:
     """SeparateCov under eps-DP: eigenvalues + Lap(2 r^2 / (n eps/2)) (l1-sensitivity 2 r^2 / n,
     Lemma 13; r^2 / n under add/remove), eigenvectors of LapCov at eps/2, paired in descending order.
     numerics="hardened": both on a grid with exact discrete Laplace noise (gaussian.eigenvalue_float_error; ``eigen``
@@ -75,9 +75,8 @@ def separate_lap_noisy(sigma: np.ndarray, eigenvalues: np.ndarray | None, row_bo
         noisy_values = back(_step("laplace", "SeparateCov (Laplace): eigenvalues", eigenvalues,
                                   eigenvalues + rng.laplace(scale=scale, size=len(eigenvalues)), sensitivity=l1,
                                   norm="l1", scale=scale, shape=np.shape(eigenvalues)))
-    _, vectors = np.linalg.eigh(lap_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
-                                          float_error))
-    return Spectral(noisy_values, vectors[:, ::-1])
+    return paired(noisy_values, lap_noisy(sigma, row_bound, n, half, accountant, rng, numerics, neighbours,
+                                          float_error), components)
 
 
 def lap_at(problem: CovProblem, m: int, budget: PureDP, accountant: Accountant, rng: np.random.Generator,
@@ -87,9 +86,9 @@ def lap_at(problem: CovProblem, m: int, budget: PureDP, accountant: Accountant, 
 
 
 def separate_lap_at(problem: CovProblem, m: int, budget: PureDP, accountant: Accountant, rng: np.random.Generator,
-                    numerics: str) -> Spectral:
+                    numerics: str, components: int | None = None) -> Spectral:
     """SeparateCov (Laplace) on Clip(X, r 2^-m)."""
-    return separate_at_level(separate_lap_noisy, problem, m, budget, accountant, rng, numerics)
+    return separate_at_level(separate_lap_noisy, problem, m, budget, accountant, rng, numerics, components)
 
 
 def lap_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Generator, *,

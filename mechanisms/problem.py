@@ -98,7 +98,9 @@ class CovProblem:
     n: int
     d: int
     radius: float
-    sigma: np.ndarray  # X^T X / n
+    # X^T X / n (the ``sigma`` property); None: an exact problem whose Gram products wait for the level a release
+    # reads (exact_problem of deferred sums: mechanisms/exact_sums.py, issue 61), computed from them on first read
+    given_sigma: np.ndarray | None
     # of sigma, descending (the ``eigenvalues`` property); None: computed on first read (exact_problem: hardened releases
     # read the exact sums, so an eager O(d^3) decomposition of the float Sigma was paid for nothing; issue 61)
     given_eigenvalues: np.ndarray | None
@@ -180,6 +182,15 @@ class CovProblem:
         return values, vectors
 
     @cached_property
+    def sigma(self) -> np.ndarray:
+        """X^T X / n: as given, or (deferred exact sums) the exact level-0 statistic, on first read."""
+        if self.given_sigma is not None:
+            return self.given_sigma
+        if self.exact is None:
+            raise ValueError("this problem has no Sigma and no exact sums to form it from")
+        return self.exact.sigma(0, self.n)[0]
+
+    @cached_property
     def eigenvalues(self) -> np.ndarray:
         """Sigma's eigenvalues, descending: as given, or computed on first read."""
         if self.given_eigenvalues is not None:
@@ -205,10 +216,18 @@ class CovProblem:
         if m <= 0:
             return self.sigma
         self.require_bands("clipping")
+        if self.band_moments is None and self.exact is not None:  # deferred exact sums: the level's own statistic
+            return self.exact.sigma(m, self.n)[0]
         kept = self.band_exponents >= m
         tau2 = self.tau(m) ** 2
         self._require_directions(m, kept)
         return self.band_moments[kept].sum(axis=0) + tau2 * self.band_directions[~kept].sum(axis=0)
+
+    def _require_band_moments(self, what: str) -> None:
+        if self.band_moments is None:
+            raise ValueError(f"{what} needs the rows' per-band products, which this problem's deferred exact sums do "
+                             f"not hold (they form one clipping level's statistic when a release reads it: "
+                             f"mechanisms/exact_sums.py)")
 
     def _require_directions(self, m: int, kept: np.ndarray) -> None:
         if self.band_directions is None and not kept.all():
@@ -230,6 +249,7 @@ class CovProblem:
         m = int(m)
         if m <= 0:
             return self
+        self._require_band_moments("a clipped problem")
         exponents, counts = self.clipped_counts(m)
         kept, tau = self.band_exponents >= m, self.tau(m)
         self._require_directions(m, kept)
@@ -261,6 +281,7 @@ class CovProblem:
         ``BandSums.problem(n_public=...)``, outside the hardened releases' float-error bounds (they rebuild).
         ``rows``: the kept rows, padded with zero rows here (None: none kept)."""
         self.require_bands("resizing")
+        self._require_band_moments("resizing")
         if self.band_sums is None:
             raise ValueError("this problem has no band sums of the rows (built before they existed, or from Sigma)")
         n_kept = self.n - len(dropped)

@@ -95,6 +95,10 @@ class Mechanism:
     # reads the rows clipped at levels m > 0 (their directions' sums): the estimators' exact sums then hold the
     # directions' products too, else only the rows' (one Gram product per band instead of two; issue 61). Plug-ins: True
     clips: bool = False
+    # under add/remove with hardened numerics it reads the rows only through the exact sums at the clipping levels it
+    # releases (released_sigma, released_eigen, the exact trace): the estimators then form the Gram products of the
+    # level it chooses alone, in a second pass after the choice (mechanisms/exact_sums.py ``defer``; issue 61)
+    exact_levels: bool = False
     # native add/remove (issue 59): it reads ``problem.neighbours`` and calibrates every step to it
     # (mechanisms/neighbours.py): under privacy_unit="add_remove" it then runs on every row, divided by the released
     # count, instead of the reduction
@@ -148,24 +152,24 @@ _pipeline, _pipeline_pure = _with_release("gauss"), _with_release("lap")
 MECHANISMS = {m.name: m for m in [
     Mechanism("gauss", "GaussCov", ZCDP, gaussian.gauss_cov, "Dong et al. 2022 §3.1",
               predict=gaussian.GAUSS_PREDICTION, audit=_GAUSS_AUDIT, style=("tab:blue", "o"),
-              native=True),
+              native=True, exact_levels=True),
     Mechanism("separate", "SeparateCov", ZCDP, gaussian.separate_cov, "Dong et al. 2022 Alg. 1",
               predict=gaussian.SEPARATE_PREDICTION, audit=_SPECTRAL_AUDIT, style=("tab:orange", "s"),
-              native=True),
+              native=True, exact_levels=True),
     Mechanism("adaptive", "AdaptiveCov", ZCDP, adaptive.adaptive_cov, "Dong et al. 2022 Alg. 2",
               predict=adaptive.ADAPTIVE_PREDICTION,
               audit=AuditNeeds("dp", (("swap_values", 1000), ("new_direction", 1000))), style=("tab:green", "^"),
               centre_rows=True, own_radius=("radius", "known"),
-              native=True, clips=True),
+              native=True, exact_levels=True, clips=True),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
               audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o"),
-              native=True, clips=True),
+              native=True, exact_levels=True, clips=True),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
               audit=replace(_SPECTRAL_AUDIT, options=_CLIP), style=("#a65c00", "s"),
-              native=True, clips=True),
+              native=True, exact_levels=True, clips=True),
     Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E",
               audit=_GAUSS_AUDIT, style=("tab:brown", "D"),
-              native=True),
+              native=True, exact_levels=True),
     Mechanism("coinpress", "CoinPress (t=1)", ZCDP, coinpress.coinpress_cov,
               "Biswas et al. 2020 (MVC), one iteration from Sigma; an extra line in Fig. 3",
               audit=_GAUSS_AUDIT, style=("tab:pink", "P")),
@@ -175,14 +179,14 @@ MECHANISMS = {m.name: m for m in [
               native=True),
     Mechanism("lap", "LapCov", PureDP, laplace.lap_cov, "Dong et al. 2022 App. I",
               predict=laplace.LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:cyan", "h"),
-              native=True),
+              native=True, exact_levels=True),
     Mechanism("separate_lap", "SeparateCov", PureDP, laplace.separate_lap_cov, "Dong et al. 2022 App. I",
               predict=laplace.SEPARATE_LAP_PREDICTION, audit=_PURE_AUDIT, style=("tab:orange", "s"),
-              native=True),
+              native=True, exact_levels=True),
     Mechanism("adaptive_lap", "AdaptiveCov", PureDP, adaptive.adaptive_cov, "Dong et al. 2022 App. I",
               predict=adaptive.ADAPTIVE_LAP_PREDICTION, audit=AuditNeeds("dp", (("swap_values", 1000), ("l1", 10))),
               style=("tab:green", "^"), centre_rows=True, own_radius=("radius", "known"),
-              native=True, clips=True),
+              native=True, exact_levels=True, clips=True),
     Mechanism("emcov_pure", "EMCov", PureDP, emcov.iterative_adaptive,
               "Dong et al. 2022 App. J.2: Amin Alg. 1, eps/2 eigenvalues, Corollary 1 split",
               predict=emcov.AD_PREDICTION, audit=_EM_AUDIT, style=("tab:purple", "v"),

@@ -391,10 +391,10 @@ def spy(monkeypatch):
                              "budget": budget})
         return original_gauss(problem, m, budget, accountant, rng, numerics)
 
-    def separate(problem, m, budget, accountant, rng, numerics="idealized"):
+    def separate(problem, m, budget, accountant, rng, numerics="idealized", components=None):
         rec["final"].append({"kind": "separate", "sigma": problem.clipped_sigma(m), "bound": problem.tau(m),
                              "budget": budget, "eigenvalues": problem.eigenvalues if m == 0 else None})
-        return original_separate(problem, m, budget, accountant, rng, numerics)
+        return original_separate(problem, m, budget, accountant, rng, numerics, components)
 
     monkeypatch.setattr(adaptive_module, "above_threshold", svt)
     monkeypatch.setattr(adaptive_module, "separate_noise", sep_noise)

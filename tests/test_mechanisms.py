@@ -450,7 +450,7 @@ def test_clip_mechanisms_need_tau(problem, name):
 def test_option_names_are_exposed():
     assert get_mechanism("clip_gauss").option_names() == ["tau", "numerics"]
     assert set(get_mechanism("adaptive").option_names()) == {"beta", "radius", "split",
-                                                            "separate_noise_factor", "numerics"}
+                                                            "separate_noise_factor", "numerics", "components"}
     assert get_mechanism("gauss").option_names() == ["numerics"]  # "hardened": mechanisms/noise.py
     assert set(MECHANISMS) >= {"gauss", "separate", "adaptive", "clip_gauss", "clip_separate", "zero"}
 

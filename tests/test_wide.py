@@ -52,3 +52,124 @@ def test_a_pca_decomposes_only_its_top_k():
     projector = full.vectors[:, -5:] @ full.vectors[:, -5:].T
     assert np.allclose(projector @ top.vectors, top.vectors, atol=1e-10)
     assert Spectral.top(M, 60).values.shape == (60,)  # k = d: the full decomposition
+
+
+def _stores_equal(a: ExactBandSums, b: ExactBandSums) -> bool:
+    return a.counts == b.counts and all(np.array_equal(x[j], y[j]) for x, y in zip(a._stores, b._stores)
+                                        for j in a.counts)
+
+
+def test_sums_read_in_tiles_are_the_same_integers(monkeypatch):
+    """Each band's rows a tile at a time, their products added into one accumulator by syrk: the integers of any
+    tile size, any block of rows and any merge order."""
+    import dpcov.mechanisms.exact_sums as exact_sums
+    X = _rows(n=500, d=7, seed=2)
+    shift = X.mean(axis=0)
+    whole = ExactBandSums(1.0).add(X, np.inf, shift)
+    monkeypatch.setattr(exact_sums, "TILE_ENTRIES", 7 * 13)  # 13 rows per tile
+    tiled = ExactBandSums(1.0).add(X, np.inf, shift)
+    merged = ExactBandSums(1.0).add(X[250:], np.inf, shift).merge(ExactBandSums(1.0).add(X[:250], np.inf, shift))
+    assert _stores_equal(whole, tiled) and _stores_equal(whole, merged)
+    # the products' diagonals are the squares' sums, exactly
+    for j in whole.counts:
+        assert np.array_equal(np.diag(whole.moments[j]), whole.moment_squares[j])
+        assert np.array_equal(np.diag(whole.directions[j]), whole.direction_squares[j])
+
+
+@pytest.mark.parametrize("m", [0, 2, 5])
+def test_one_levels_products_and_deferred_sums_give_the_full_sums_statistics(m):
+    """level=m holds one product per band (the rows' at or below tau, the directions' above), and deferred sums form
+    it in a second pass: Sigma, the eigenvalue matrix and the trace at m are the full sums' to the bit."""
+    X, n = _rows(), 400
+    full = ExactBandSums(1.0).add(X)
+    one = ExactBandSums(1.0, level=m).add(X)
+    passes = []
+    deferred = ExactBandSums(1.0, grams=False).add(X).defer(
+        lambda level: passes.append(level) or ExactBandSums(1.0, level=level).add(X))
+    for sums in (one, deferred):
+        assert np.array_equal(sums.sigma(m, n)[0], full.sigma(m, n)[0])
+        assert np.array_equal(sums.eigen_matrix(m, n)[0], full.eigen_matrix(m, n)[0])
+        assert sums.trace(m, n) == full.trace(m, n)
+        assert np.array_equal(sums.mean(m, n)[0], full.mean(m, n)[0])
+    assert passes == [m]  # one second pass, kept for the level's later reads
+    assert deferred.trace(m + 1, n) == full.trace(m + 1, n) and passes == [m]  # a trace reads no product
+    with pytest.raises(ValueError, match=f"level {m}"):
+        one._level_sum(m + 1, 2)
+
+
+def test_deferred_sums_refuse_other_rows_and_problems_that_need_every_band():
+    X = _rows()
+    changed = ExactBandSums(1.0, grams=False).add(X).defer(lambda level: ExactBandSums(1.0, level=level).add(X[1:]))
+    with pytest.raises(RuntimeError, match="not the rows summed first"):
+        changed.sigma(0, 400)
+    with pytest.raises(ValueError, match="grams=False"):
+        ExactBandSums(1.0, grams=True).defer(lambda level: None)
+    with pytest.raises(ValueError, match="level 3's only"):
+        exact_problem(ExactBandSums(1.0, level=3).add(X), 400)
+    deferred = ExactBandSums(1.0, grams=False).add(X).defer(lambda level: ExactBandSums(1.0, level=level).add(X))
+    problem = exact_problem(deferred, 400)
+    assert problem.band_moments is None and problem.given_sigma is None
+    assert np.array_equal(problem.sigma, ExactBandSums(1.0).add(X).sigma(0, 400)[0])  # formed on first read
+    assert np.array_equal(problem.clipped_sigma(4), ExactBandSums(1.0).add(X).sigma(4, 400)[0])
+    with pytest.raises(ValueError, match="per-band products"):
+        problem.clipped_problem(2)
+
+
+@pytest.mark.parametrize("mechanism, budget", [("adaptive", "zcdp"), ("adaptive_lap", "pure"), ("separate", "zcdp"),
+                                               ("gauss", "zcdp")])
+def test_an_estimator_reading_one_level_releases_what_full_sums_release(monkeypatch, mechanism, budget):
+    """The estimators' deferred sums (Mechanism.exact_levels) against the same line without the flag (every band's
+    products in one pass): the same covariance, bit for bit."""
+    from dataclasses import replace
+
+    import dpcov
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((3000, 9)) * np.geomspace(1, 0.05, 9) / 4 + 0.05
+    X /= np.linalg.norm(X, axis=1).max()
+    common = dict(budget=dpcov.ZCDP(0.5) if budget == "zcdp" else dpcov.PureDP(3.0), radius=1.0,
+                  mechanism=mechanism, centering="private", random_state=5)
+    deferred = dpcov.PrivateCovariance(**common).fit(X)
+    monkeypatch.setitem(MECHANISMS, mechanism, replace(MECHANISMS[mechanism], exact_levels=False))
+    full = dpcov.PrivateCovariance(**common).fit(X)
+    assert np.array_equal(deferred.covariance_, full.covariance_)
+    assert deferred.ledger_ == full.ledger_
+
+
+def test_separate_pairs_for_a_pca_are_the_full_release_s_top_pairs():
+    """gaussian.paired with components: the pairs down to the deepest of the k largest released values, the same
+    vectors as the full decomposition's to rounding (up to sign), the PCA's choice unchanged."""
+    from dpcov.mechanisms.gaussian import paired
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((40, 40))
+    M = (A + A.T) / 2
+    values = np.sort(rng.standard_normal(40))[::-1] + rng.standard_normal(40) * 0.5  # released: out of order
+    full, part = paired(values, M), paired(values, M, components=6)
+    order = np.argsort(-values, kind="stable")[:6]
+    assert len(part.values) == order.max() + 1 and np.array_equal(part.values, values[:len(part.values)])
+    assert np.array_equal(np.argsort(-part.values, kind="stable")[:6], order)
+    dots = np.abs(np.sum(part.vectors * full.vectors[:, :len(part.values)], axis=0))
+    assert np.allclose(dots, 1, atol=1e-10)
+
+
+def test_a_private_pca_reads_the_same_components_whichever_solver(monkeypatch):
+    """PrivatePCA's default (AdaptiveCov, its pairs for k components only) against full decompositions: the same
+    components to rounding, each signed so its largest entry is positive."""
+    import dpcov
+    import dpcov.mechanisms.adaptive as adaptive
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((4000, 12)) * np.geomspace(1, 0.1, 12)
+    X /= np.linalg.norm(X, axis=1).max()
+    common = dict(budget=dpcov.ZCDP(1.0), radius=1.0, centering="private", random_state=2, mechanism="adaptive")
+    top = dpcov.PrivatePCA(3, **common).fit(X)
+    from dataclasses import replace
+
+    def without_components(problem, accountant, rng, *, beta=0.1, radius="private", split=None,
+                           separate_noise_factor=1.0, numerics="idealized"):  # no option: a full decomposition
+        return adaptive.adaptive_cov(problem, accountant, rng, beta=beta, radius=radius, split=split,
+                                     separate_noise_factor=separate_noise_factor, numerics=numerics)
+    monkeypatch.setitem(MECHANISMS, "adaptive", replace(MECHANISMS["adaptive"], fn=without_components))
+    full = dpcov.PrivatePCA(3, **common).fit(X)
+    assert full.mechanism_ == top.mechanism_ == "adaptive"
+    assert np.allclose(top.components_, full.components_, atol=1e-10)
+    assert not np.array_equal(top.components_, full.components_)  # two solvers: rounding apart
+    assert np.all(top.components_[np.arange(3), np.abs(top.components_).argmax(axis=1)] > 0)
