@@ -148,14 +148,36 @@ def _band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radi
 
 
 def _exact_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None, radius: float,
-                     grams: bool = True, directions: bool = True, level: int | None = None) -> ExactBandSums:
+                     grams: bool = True, directions: bool = True, level: int | None = None,
+                     lean: bool = False) -> ExactBandSums:
     """A block's exact sums (mechanisms/exact_sums.py): the rows clipped, shifted, rounded to their band's grid and
     added as integers -- the same integers for every input kind, block and order. ``grams=False``: no d x d
     products (the mean's pass, where the covariance will sum rows shifted by the mean anyway; a deferred first
     pass); ``directions=False``: not the directions' (a line that never clips, ``Mechanism.clips``); ``level``: the
-    products of that clipping level alone (a deferred second pass)."""
-    return ExactBandSums(radius, grams=grams, directions=directions, level=level).add(
+    products of that clipping level alone (a deferred second pass); ``lean``: what that one use reads alone."""
+    return ExactBandSums(radius, grams=grams, directions=directions, level=level, lean=lean).add(
         X, np.inf if clip is None else clip, shift)
+
+
+def _exact_kind(mechanism) -> dict:
+    """Which products the covariance's exact sums hold for ``mechanism`` (issue 61): a line that reads one level
+    (``Mechanism.exact_levels``) and never clips, level 0's alone (one pass); one that chooses its level privately
+    (AdaptiveCov), none in the first pass (deferred: the chosen level's in a second); any other, every band's (the
+    directions' too where it clips)."""
+    if mechanism.exact_levels:
+        return {"grams": False} if mechanism.clips else {"grams": True, "directions": False, "level": 0}
+    return {"grams": True, "directions": mechanism.clips, "level": None}
+
+
+def _exact_args(kind: dict) -> tuple:
+    """``_exact_band_sums``'s (grams, directions, level, lean) for a kind."""
+    return kind["grams"], kind.get("directions", True), kind.get("level"), kind.get("lean", False)
+
+
+def _kind_of(sums: ExactBandSums) -> dict:
+    if not sums.grams:
+        return {"grams": False, "lean": True} if sums.lean else {"grams": False}
+    return {"grams": True, "directions": sums.with_directions, "level": sums.level}
 
 
 @dataclass
@@ -526,9 +548,10 @@ class _PrivateFit:
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics)
         elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can; no
             # products where it will sum rows minus the mean, or is not native)
+            kind = _exact_kind(fit.mechanism) if not shifts and fit.mechanism.native else {"grams": False,
+                                                                                          "lean": True}
             fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius,
-                                             not shifts and fit.mechanism.native and not fit.mechanism.exact_levels,
-                                             fit.mechanism.clips)
+                                             *_exact_args(kind))
             fit.centre = private_mean_of(None, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
                                          Neighbours("add_remove", row_scale(fit.d, fit.exact.bits)),
                                          fit.exact.mean(0, fit.n))
@@ -595,20 +618,16 @@ class _PrivateFit:
         if not native:  # replace-one, or add/remove by the reduction: the rows resized to the public count
             problem = fit.rows.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(n_public=fit.n)
             route = "" if self.privacy_unit == "replace_one" else f" [{REDUCTION_ROUTE}]"
-        elif self.numerics == "hardened" and mechanism.exact_levels:  # every row, exact sums without products
-            # (mechanisms/exact_sums.py), / the released count; the level the release reads gets its products alone,
-            # in a second pass when read (one Gram product per band, not two; issue 61)
-            reused = fit.exact is not None and not fit.exact.grams and fit.shift is None
+        elif self.numerics == "hardened":  # every row, exact sums (mechanisms/exact_sums.py), / the released count:
+            # the products ``_exact_kind`` says (a deferred level's in a second pass when the release reads it)
+            kind = _exact_kind(mechanism)
+            reused = fit.exact is not None and fit.shift is None and _kind_of(fit.exact) == kind
             sums = fit.exact if reused else fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip,
-                                                                 fit.shift, fit.radius, False)
-            rows, shift, radius = fit.every_row, fit.shift, fit.radius
-            sums.defer(lambda level: rows.reduce(_exact_band_sums, ExactBandSums.merge, clip, shift, radius, True,
-                                                 True, level))
-            problem = exact_problem(sums, fit.n)
-        elif self.numerics == "hardened":  # every row, exact sums (mechanisms/exact_sums.py), / the released count
-            sums = fit.exact if fit.exact is not None and fit.exact.grams and fit.shift is None else \
-                fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip, fit.shift, fit.radius, True,
-                                     mechanism.clips)
+                                                                 fit.shift, fit.radius, *_exact_args(kind))
+            if not kind["grams"]:
+                rows, shift, radius = fit.every_row, fit.shift, fit.radius
+                sums.defer(lambda level: rows.reduce(_exact_band_sums, ExactBandSums.merge, clip, shift, radius,
+                                                     True, True, level, True))
             problem = exact_problem(sums, fit.n)
         else:  # every row, float sums / the released count (mechanisms/neighbours.py)
             problem = fit.every_row.reduce(_band_sums, BandSums.merge, clip, fit.shift, fit.radius).problem(
@@ -724,7 +743,8 @@ def _regression_line(mechanism) -> bool:
 
 def _signed(components: np.ndarray) -> np.ndarray:
     """Components (rows) each signed so its largest-magnitude entry is positive (scikit-learn's convention): an
-    eigenvector's sign is arbitrary, and this one does not depend on which eigensolver found it."""
+    eigenvector's sign is arbitrary, and this one does not depend on which eigensolver found it (but where two entries'
+    magnitudes tie to rounding)."""
     components = np.array(components, dtype=float)
     if components.size:
         largest = np.abs(components).argmax(axis=1)

@@ -33,6 +33,7 @@ from scipy.linalg.blas import dsyrk as _syrk
 from .banded import band_edges, bands_of
 from .neighbours import Neighbours
 from .problem import CovProblem, row_norms
+from .spectral import mirror_upper
 
 GRID_BITS = 14  # x^ on 2^-14 of its band's edge: sqrt(d) 2^-15 more norm (1e-3 at d = 1000)
 FLOOR_BAND = 60  # rows below r 2^-60 share that band's grid (their contributions are < 4^-60 r^2 each)
@@ -49,18 +50,14 @@ UNIT_ROUNDOFF = 2.0**-53
 
 
 _NO_GRAM = np.zeros((1, 1), dtype=np.int64)  # the products' place in sums made without them
+_NO_SUM = np.zeros(0, dtype=np.int64)  # a sum's place in lean sums, which never read it
 TILE_ENTRIES = 1 << 22  # entries of X read at a time (32 MB of float64) by the sums' element-wise work
 
 
-def _mirrored(upper: np.ndarray, block: int = 512) -> np.ndarray:
-    """The symmetric matrix of syrk's upper triangle (mirrored in place, a block at a time), as exact int64 (its
-    entries are integers below 2^53)."""
-    for start in range(0, len(upper), block):
-        stop = start + block
-        upper[start:stop, :start] = upper[:start, start:stop].T
-        square = upper[start:stop, start:stop]
-        square[...] = np.triu(square) + np.triu(square, 1).T
-    return upper.astype(np.int64)
+def _mirrored(upper: np.ndarray) -> np.ndarray:
+    """The symmetric matrix of syrk's upper triangle (mirrored in place), as exact int64 (its entries are integers
+    below 2^53)."""
+    return mirror_upper(upper).astype(np.int64)
 
 
 def row_scale(d: int, bits: int = GRID_BITS) -> float:
@@ -73,12 +70,15 @@ class ExactBandSums:
     (finite; clipped to ``clip`` here), ``merge`` another's sums. Integer sums: any order, any blocks, same result."""
 
     def __init__(self, radius: float, bits: int = GRID_BITS, grams: bool = True, directions: bool = True,
-                 level: int | None = None):
+                 level: int | None = None, lean: bool = False):
         """``grams=False``: the sums of the rows and their directions only, no d x d products (a mean's pass; or the
         first pass of deferred sums, ``defer``). ``directions=False``: no d x d products of the directions, which only
         clipping levels m > 0 read (a line that never clips: one Gram product per band instead of two; issue 61).
         ``level``: the products clipping level ``level`` reads and no other -- per band the rows' (j >= level) or
-        the directions' (j < level): one product per band (a deferred pass, ``defer``)."""
+        the directions' (j < level): one product per band (a deferred pass, ``defer``). ``lean``: only what one use
+        reads -- with grams=False the rows' sums alone (a mean's pass: ``mean(0, n)``), with ``level`` that level's
+        products and the rows' squares (a deferred second pass, checked against the first); the rest left empty
+        and refused when read."""
         if not (np.isfinite(radius) and radius > 0):
             raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
         if level is not None and not (isinstance(level, (int, np.integer)) and 0 <= level <= FLOOR_BAND):
@@ -87,6 +87,9 @@ class ExactBandSums:
         self.grams = bool(grams)
         self.with_directions = bool(directions)
         self.level = None if level is None else int(level)
+        self.lean = bool(lean)
+        if self.lean and self.grams == (self.level is None):
+            raise ValueError("lean sums are a mean's pass (grams=False) or one level's products (level=m)")
         # rows are scaled by 2^-e (exact) so the radius lies in [1/2, 1): no square of a row above the floor band
         # underflows, whatever the radius (a row's norm and direction stay exact to a few ulps)
         self._exponent = math.frexp(self.radius)[1]
@@ -179,20 +182,25 @@ class ExactBandSums:
             else:
                 products = (True, self.with_directions)
             grams = [np.zeros((self.d, self.d), order="F") if wanted else None for wanted in products]
-            sums = np.zeros((4, self.d))  # sum x^, sum u^, sum x^ ** 2, sum u^ ** 2 (exact integers below 2^53)
+            # sum x^, sum u^, sum x^ ** 2, sum u^ ** 2 (exact integers below 2^53); lean sums: the ones their use reads
+            wanted = (True, not self.lean, not self.lean or self.level is not None, not self.lean)
+            sums = np.zeros((4, self.d))
             for start in range(0, len(index), tile):
                 rows, norms = self._transformed(X[index[start:start + tile]], clip, shift)
                 rounded = np.rint(rows * scale)
-                # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms
-                # may have underflowed: theirs are left zero
-                units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[:, None] * step)
+                units = None
+                if wanted[1] or products[1]:  # directions serve levels m > j only, so never the floor band's rows
+                    # (m <= FLOOR_BAND), whose norms may have underflowed: theirs are left zero
+                    units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[:, None] * step)
                 for gram, values in zip(grams, (rounded, units)):
                     if gram is not None:  # gram += values^T values, its upper triangle, in place
                         _syrk(1.0, values.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
-                sums += (rounded.sum(axis=0), units.sum(axis=0), np.einsum("ij,ij->j", rounded, rounded),
-                         np.einsum("ij,ij->j", units, units))
+                for k, (want, values, square) in enumerate(zip(wanted, (rounded, units, rounded, units),
+                                                               (False, False, True, True))):
+                    if want:
+                        sums[k] += np.einsum("ij,ij->j", values, values) if square else values.sum(axis=0)
             self._accumulate(int(j), len(index), *(_NO_GRAM if gram is None else _mirrored(gram) for gram in grams),
-                             *sums)
+                             *(part if want else _NO_SUM for part, want in zip(sums, wanted)))
         self.n += len(X)
 
     def _accumulate(self, j: int, count: int, *parts) -> None:
@@ -218,7 +226,8 @@ class ExactBandSums:
 
     def merge(self, other: "ExactBandSums") -> "ExactBandSums":
         if other.radius != self.radius or other.bits != self.bits or other.grams != self.grams \
-                or other.with_directions != self.with_directions or other.level != self.level:
+                or other.with_directions != self.with_directions or other.level != self.level \
+                or other.lean != self.lean:
             raise ValueError("cannot merge exact sums of another radius, grid or kind")
         if other.d is not None and self.d is not None and other.d != self.d:
             raise ValueError(f"cannot merge sums of {other.d} columns into sums of {self.d}")
@@ -250,6 +259,10 @@ class ExactBandSums:
         key = (m, power, diagonal)
         if key in self._moments_at:
             return self._moments_at[key]
+        if self.lean and (self.grams and (power == 1 or diagonal)
+                          or not self.grams and (power == 2 or any(j < m for j in self.counts))):
+            raise ValueError("lean exact sums hold only what their one use reads (a mean's pass: the rows' sums; a "
+                             "deferred pass: one level's products)")
         if power == 2 and not diagonal:
             if not self.grams:
                 if self._source is None:
@@ -378,8 +391,8 @@ def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
         raise ValueError("data must have at least one row and one column, got no rows")
     if not sums.grams and sums._source is None:
         raise ValueError("a problem needs the rows' d x d products: these exact sums were made without (grams=False)")
-    if sums.level is not None:
-        raise ValueError(f"a problem needs every band's products: these exact sums hold level {sums.level}'s only")
+    if sums.lean:
+        raise ValueError("a problem needs every sum of the rows: these exact sums are lean (one use's only)")
     n, d, r = int(n_public), sums.d, sums.radius
     exponents = np.array(sorted(sums.counts), dtype=np.int64)
     unit_step = math.ldexp(1.0, -sums.bits)
@@ -389,7 +402,8 @@ def exact_problem(sums: ExactBandSums, n_public: int, ridge=None) -> CovProblem:
                            ).reshape(len(exponents), d)
     counts = np.array([sums.counts[j] for j in exponents], dtype=np.int64)
     neighbours = Neighbours("add_remove", row_scale(d, sums.bits))
-    if not sums.grams:  # deferred: no per-band products; Sigma and every level's statistic formed when read
+    if not sums.grams or sums.level is not None:  # one level's products, or deferred ones: no per-band products;
+        # Sigma and the level's statistic formed when read (another level: refused by the sums, or a second pass)
         return CovProblem(n, d, r, None, None, exponents, counts, None, None, ridge, None, totals, unit_totals,
                           neighbours, sums)
     # x^ on the grid r 2^-(j + k): in units of r^p 2^-p(F + k), a band's sums are 2^p(F - j) of its integers

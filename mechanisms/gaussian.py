@@ -12,7 +12,7 @@ from .predictions import Bound, Facts, Prediction, gaussian_noise
 from .exact_sums import eigenvalues_back
 from .neighbours import REPLACE_ONE, Neighbours
 from .problem import CovProblem
-from .spectral import Spectral
+from .spectral import Spectral, from_upper, upper_vector
 from .transcript import released as _step
 
 
@@ -89,7 +89,8 @@ def released_sigma(problem: CovProblem, m: int, numerics: str) -> tuple[np.ndarr
     """(Sigma of Clip(X, r 2^-m), its per-entry float error) as a release reads it: the exact sums' under add/remove
     with hardened numerics (mechanisms/exact_sums.py); else the float statistic, whose error bound
     (``covariance_float_error``) holds for n = problem.n rows summed -- refused where n is private. A native plug-in
-    with hardened numerics reads its statistic here (``problem.sigma`` of an exact problem is a float sum)."""
+    with hardened numerics reads its statistic here (``problem.sigma`` of an exact problem is a float sum of its bands,
+    or, where the sums hold one level's products, that level's statistic as released_sigma forms it)."""
     if problem.exact is not None:
         return problem.exact.sigma(m, problem.n)
     if numerics == "hardened" and problem.neighbours.add_remove:
@@ -138,14 +139,10 @@ def hardened_upper(sigma: np.ndarray, row_bound: float, n: int, accountant: Acco
     exact integer noise), mirrored; the hardening (grid, rounding and float-error terms) in the ledger.
     ``float_error``: Sigma's per-entry float error (default: ``covariance_float_error`` of n float-summed rows)."""
     d = sigma.shape[0]
-    rows, cols = upper_indices(d)
     error = covariance_float_error(row_bound, n, d) if float_error is None else float_error
-    noisy, how = release(sigma[rows, cols], error)
+    noisy, how = release(upper_vector(sigma), error)  # row by row: np.triu_indices' order, with no index arrays
     accountant.spend(budget, f"{what} ({how})")
-    out = np.empty((d, d))
-    out[rows, cols] = noisy
-    out[cols, rows] = noisy
-    return out
+    return from_upper(noisy, d)
 
 
 def hardened_eigenvalues(eigenvalues: np.ndarray, row_bound: float, n: int, accountant: Accountant, what: str,

@@ -95,9 +95,10 @@ class Mechanism:
     # reads the rows clipped at levels m > 0 (their directions' sums): the estimators' exact sums then hold the
     # directions' products too, else only the rows' (one Gram product per band instead of two; issue 61). Plug-ins: True
     clips: bool = False
-    # under add/remove with hardened numerics it reads the rows only through the exact sums at the clipping levels it
-    # releases (released_sigma, released_eigen, the exact trace): the estimators then form the Gram products of the
-    # level it chooses alone, in a second pass after the choice (mechanisms/exact_sums.py ``defer``; issue 61)
+    # under add/remove with hardened numerics it reads the rows only through the exact sums at one clipping level
+    # (released_sigma, released_eigen, the exact trace): the estimators then form that level's Gram products alone --
+    # level 0's in the one pass for a line that never clips, or, for one that chooses its level privately
+    # (AdaptiveCov), in a second pass after the choice (mechanisms/exact_sums.py ``level``, ``defer``; issue 61)
     exact_levels: bool = False
     # native add/remove (issue 59): it reads ``problem.neighbours`` and calibrates every step to it
     # (mechanisms/neighbours.py): under privacy_unit="add_remove" it then runs on every row, divided by the released
@@ -163,10 +164,10 @@ MECHANISMS = {m.name: m for m in [
               native=True, exact_levels=True, clips=True),
     Mechanism("clip_gauss", "ClipGaussCov", ZCDP, gaussian.clip_gauss_cov, "Dong et al. 2022 §5.1",
               audit=replace(_GAUSS_AUDIT, options=_CLIP), style=("#1f3b73", "o"),
-              native=True, exact_levels=True, clips=True),
+              native=True, clips=True),
     Mechanism("clip_separate", "ClipSeparateCov", ZCDP, gaussian.clip_separate_cov, "Dong et al. 2022 §5.1",
               audit=replace(_SPECTRAL_AUDIT, options=_CLIP), style=("#a65c00", "s"),
-              native=True, exact_levels=True, clips=True),
+              native=True, clips=True),
     Mechanism("projection", "Projection (App. E)", ZCDP, gaussian.projection_cov, "Dong et al. 2022 App. E",
               audit=_GAUSS_AUDIT, style=("tab:brown", "D"),
               native=True, exact_levels=True),

@@ -34,6 +34,33 @@ class Spectral:
         return (out + out.T) / 2
 
 
+def mirror_upper(matrix: np.ndarray, block: int = 512) -> np.ndarray:
+    """The symmetric matrix of ``matrix``'s upper triangle (diagonal included), in place, a block of rows at a time
+    (no d x d temporary): what syrk and a released upper triangle leave."""
+    for start in range(0, len(matrix), block):
+        stop = start + block
+        matrix[start:stop, :start] = matrix[:start, start:stop].T
+        square = matrix[start:stop, start:stop]
+        square[...] = np.triu(square) + np.triu(square, 1).T
+    return matrix
+
+
+def upper_vector(matrix: np.ndarray) -> np.ndarray:
+    """The upper triangle (diagonal included) row by row, the order of np.triu_indices: slices, no index arrays."""
+    d = len(matrix)
+    return np.concatenate([matrix[i, i:] for i in range(d)]) if d else np.zeros(0)
+
+
+def from_upper(values: np.ndarray, d: int) -> np.ndarray:
+    """The symmetric d x d matrix whose upper triangle, row by row, is ``values`` (``upper_vector``'s inverse)."""
+    out = np.empty((d, d))
+    offset = 0
+    for i in range(d):
+        out[i, i:] = values[offset:offset + d - i]
+        offset += d - i
+    return mirror_upper(out)
+
+
 def clamp_eigenvalues(estimate, low: float, high: float) -> np.ndarray:
     """Project the eigenvalues of a symmetric estimate into [low, high] (post-processing).
 

@@ -104,8 +104,11 @@ def test_deferred_sums_refuse_other_rows_and_problems_that_need_every_band():
         changed.sigma(0, 400)
     with pytest.raises(ValueError, match="grams=False"):
         ExactBandSums(1.0, grams=True).defer(lambda level: None)
-    with pytest.raises(ValueError, match="level 3's only"):
-        exact_problem(ExactBandSums(1.0, level=3).add(X), 400)
+    one_level = exact_problem(ExactBandSums(1.0, level=3).add(X), 400)  # one pass, one level's products
+    assert one_level.band_moments is None
+    assert np.array_equal(one_level.clipped_sigma(3), ExactBandSums(1.0).add(X).sigma(3, 400)[0])
+    with pytest.raises(ValueError, match="level 3 reads, not level 2's"):
+        one_level.clipped_sigma(2)
     deferred = ExactBandSums(1.0, grams=False).add(X).defer(lambda level: ExactBandSums(1.0, level=level).add(X))
     problem = exact_problem(deferred, 400)
     assert problem.band_moments is None and problem.given_sigma is None
