@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 from scipy.linalg.blas import dsyrk as _syrk
 
 from .banded import band_edges, bands_of
@@ -52,6 +53,85 @@ UNIT_ROUNDOFF = 2.0**-53
 _NO_GRAM = np.zeros((1, 1), dtype=np.int64)  # the products' place in sums made without them
 _NO_SUM = np.zeros(0, dtype=np.int64)  # a sum's place in lean sums, which never read it
 TILE_ENTRIES = 1 << 22  # entries of X read at a time (32 MB of float64) by the sums' element-wise work
+
+
+# --- the compiled pass: ``ExactBandSums._transformed`` and the rounding, fused row by row (the same bits) ----------
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _transformed_row(X, i, clip, scale, shift, radius, row) -> float:
+    """Row i of X as ``ExactBandSums._transformed`` leaves it, into ``row``; its norm, or -1 where a row's squares
+    are not finite (the caller then takes numpy's path, which norms such a row by scaling it). Each value is the
+    same float operation numpy applies (a product, a power-of-two scaling, a difference; squares summed in column
+    order as squares_by_row does), so the same bits."""
+    d = X.shape[1]
+    factor, outside = 1.0, False
+    if clip < np.inf:
+        total = 0.0
+        for k in range(d):
+            total += X[i, k] * X[i, k]
+        if not total < np.inf:
+            return -1.0
+        norm = math.sqrt(total)
+        if norm > clip:
+            factor, outside = clip / norm, True
+    total = 0.0
+    for k in range(d):
+        value = X[i, k]
+        if outside:
+            value = value * factor
+        value = value * scale
+        if len(shift):
+            value = value - shift[k]
+        row[k] = value
+        total += value * value
+    if not total < np.inf:
+        return -1.0
+    norm = math.sqrt(total)
+    if norm > radius:  # rounding (of the clip, or of a shifted row): onto the sphere
+        factor = radius / norm
+        for k in range(d):
+            row[k] = row[k] * factor
+        norm = radius
+    return norm
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _norms_kernel(X, clip, scale, shift, radius, out) -> bool:
+    """out[i] = row i's norm as ``_transformed`` gives it; False where a row needs numpy's path."""
+    row = np.empty(X.shape[1])
+    for i in range(X.shape[0]):
+        out[i] = _transformed_row(X, i, clip, scale, shift, radius, row)
+        if out[i] < 0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _rounded_kernel(X, index, clip, scale, shift, radius, band_scale, step, units_mode, rounded, units, sums) -> bool:
+    """The rows ``index`` of one band, rounded: rounded[t] = rint(x band_scale), units[t] = rint(x / ||x|| step)
+    (units_mode 2; 1: zeros, the floor band; 0: not formed), and their sums and squares' sums added to sums[0..3]
+    (exact integers); False where a row needs numpy's path."""
+    d = X.shape[1]
+    row = np.empty(d)
+    for t in range(len(index)):
+        norm = _transformed_row(X, index[t], clip, scale, shift, radius, row)
+        if norm < 0:
+            return False
+        for k in range(d):
+            value = np.rint(row[k] * band_scale)
+            rounded[t, k] = value
+            sums[0, k] += value
+            sums[2, k] += value * value
+        if units_mode == 2:
+            for k in range(d):
+                value = np.rint(row[k] / norm * step)
+                units[t, k] = value
+                sums[1, k] += value
+                sums[3, k] += value * value
+        elif units_mode == 1:
+            for k in range(d):
+                units[t, k] = 0.0
+    return True
 
 
 def _mirrored(upper: np.ndarray) -> np.ndarray:
@@ -155,6 +235,15 @@ class ExactBandSums:
             norms = np.where(outside, radius, norms)
         return X, norms
 
+    def _compiled(self, clip: float, shift) -> tuple | None:
+        """The compiled pass's (clip, 2^-e, the scaled shift, the scaled radius), or None where
+        2^-e is not a normal float (radii beyond 2^+-1000: numpy's ldexp path)."""
+        if not -1000 < self._exponent < 1000:
+            return None
+        scale = math.ldexp(1.0, -self._exponent)
+        shifted = np.zeros(0) if shift is None else np.ldexp(np.asarray(shift, dtype=float), -self._exponent)
+        return float(clip), scale, shifted, self._radius
+
     def _add_chunk(self, X: np.ndarray, clip: float, shift) -> None:
         """A chunk's rows (at most CHUNK): first every row's band, then each band's rows a tile at a time (tiles of
         about TILE_ENTRIES entries: the element-wise work's temporaries stay small whatever n and d), their products
@@ -163,8 +252,11 @@ class ExactBandSums:
             clip = min(clip, self.radius)
         radius, tile = self._radius, max(1, TILE_ENTRIES // max(self.d, 1))
         bands = np.full(len(X), -1, dtype=np.int64)
+        compiled = self._compiled(clip, shift)
         for start in range(0, len(X), tile):
-            _, norms = self._transformed(X[start:start + tile], clip, shift)
+            norms = np.empty(len(X[start:start + tile]))
+            if compiled is None or not _norms_kernel(X[start:start + tile], *compiled, norms):
+                _, norms = self._transformed(X[start:start + tile], clip, shift)
             nonzero = np.flatnonzero(norms > 0)
             if len(nonzero):
                 values = np.ascontiguousarray(norms[nonzero])
@@ -185,20 +277,28 @@ class ExactBandSums:
             # sum x^, sum u^, sum x^ ** 2, sum u^ ** 2 (exact integers below 2^53); lean sums: the ones their use reads
             wanted = (True, not self.lean, not self.lean or self.level is not None, not self.lean)
             sums = np.zeros((4, self.d))
+            # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms may
+            # have underflowed: theirs are left zero
+            units_mode = (1 if j == FLOOR_BAND else 2) if wanted[1] or products[1] else 0
+            buffers = np.empty((2, min(tile, len(index)), self.d)) if compiled is not None else None
             for start in range(0, len(index), tile):
-                rows, norms = self._transformed(X[index[start:start + tile]], clip, shift)
-                rounded = np.rint(rows * scale)
-                units = None
-                if wanted[1] or products[1]:  # directions serve levels m > j only, so never the floor band's rows
-                    # (m <= FLOOR_BAND), whose norms may have underflowed: theirs are left zero
-                    units = np.zeros_like(rows) if j == FLOOR_BAND else np.rint(rows / norms[:, None] * step)
+                part = index[start:start + tile]
+                tile_sums = np.zeros((4, self.d))
+                if compiled is not None and _rounded_kernel(X, part, *compiled, scale, step, units_mode,
+                                                            buffers[0], buffers[1], tile_sums):
+                    rounded, units = buffers[0][:len(part)], buffers[1][:len(part)] if units_mode else None
+                else:  # numpy's path (a row whose squares overflow, an extreme radius): the same integers
+                    rows, norms = self._transformed(X[part], clip, shift)
+                    rounded = np.rint(rows * scale)
+                    units = None if not units_mode else np.zeros_like(rows) if units_mode == 1 else \
+                        np.rint(rows / norms[:, None] * step)
+                    tile_sums[0], tile_sums[2] = rounded.sum(axis=0), np.einsum("ij,ij->j", rounded, rounded)
+                    if units is not None:
+                        tile_sums[1], tile_sums[3] = units.sum(axis=0), np.einsum("ij,ij->j", units, units)
                 for gram, values in zip(grams, (rounded, units)):
                     if gram is not None:  # gram += values^T values, its upper triangle, in place
                         _syrk(1.0, values.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
-                for k, (want, values, square) in enumerate(zip(wanted, (rounded, units, rounded, units),
-                                                               (False, False, True, True))):
-                    if want:
-                        sums[k] += np.einsum("ij,ij->j", values, values) if square else values.sum(axis=0)
+                sums += tile_sums
             self._accumulate(int(j), len(index), *(_NO_GRAM if gram is None else _mirrored(gram) for gram in grams),
                              *(part if want else _NO_SUM for part, want in zip(sums, wanted)))
         self.n += len(X)

@@ -176,3 +176,28 @@ def test_a_private_pca_reads_the_same_components_whichever_solver(monkeypatch):
     assert np.allclose(top.components_, full.components_, atol=1e-10)
     assert not np.array_equal(top.components_, full.components_)  # two solvers: rounding apart
     assert np.all(top.components_[np.arange(3), np.abs(top.components_).argmax(axis=1)] > 0)
+
+
+def test_the_compiled_pass_gives_numpy_s_integers(monkeypatch):
+    """The compiled pass (_norms_kernel, _rounded_kernel: a row's transformation and rounding fused) against
+    numpy's path (_compiled None): every store the same, over radii, clips, shifts, deep and zero rows, rows on the
+    sphere, Fortran-ordered blocks, rows whose squares overflow (numpy's path then) and every kind of sums."""
+    rng = np.random.default_rng(7)
+    kinds = [dict(), dict(directions=False), dict(level=3), dict(grams=False), dict(level=1, lean=True),
+             dict(grams=False, lean=True)]
+    for case in range(48):
+        n, d = int(rng.integers(1, 120)), int(rng.integers(1, 12))
+        radius = float([1.0, 0.37, 2.0**40, 1e300][case % 4])
+        X = rng.standard_normal((n, d)) * np.geomspace(1, 1e-12, n)[:, None] * radius
+        X[rng.integers(0, n)] = 0
+        first = np.linalg.norm(X[0] / radius) * radius
+        X[0] *= radius / first if first > 0 else 0  # on the sphere
+        X = np.asfortranarray(X) if case % 5 == 0 else X
+        clip, shift = [np.inf, radius, radius * 0.3][case % 3], None if case % 2 else rng.standard_normal(d) * 0.1
+        shift = None if shift is None else shift * radius
+        kind = kinds[case % len(kinds)]
+        compiled = ExactBandSums(radius, **kind).add(X, clip, shift)
+        with monkeypatch.context() as patch:
+            patch.setattr(ExactBandSums, "_compiled", lambda self, clip, shift: None)
+            reference = ExactBandSums(radius, **kind).add(X, clip, shift)
+        assert compiled.n == reference.n and _stores_equal(compiled, reference), (case, kind)
