@@ -299,20 +299,27 @@ class ExactBandSums:
                     if gram is not None:  # gram += values^T values, its upper triangle, in place
                         _syrk(1.0, values.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
                 sums += tile_sums
-            self._accumulate(int(j), len(index), *(_NO_GRAM if gram is None else _mirrored(gram) for gram in grams),
-                             *(part if want else _NO_SUM for part, want in zip(sums, wanted)))
+            self._accumulate(int(j), len(index), *(_NO_GRAM.copy() if gram is None else _mirrored(gram)
+                                                   for gram in grams),
+                             *(part.astype(np.int64) if want else _NO_SUM.copy() for part, want in zip(sums, wanted)),
+                             own=True)
         self.n += len(X)
 
-    def _accumulate(self, j: int, count: int, *parts) -> None:
-        """Band j's ``count`` rows' sums, one part per store (``_stores``' order), added exactly."""
+    def _accumulate(self, j: int, count: int, *parts, own: bool = False) -> None:
+        """Band j's ``count`` rows' sums, one part per store (``_stores``' order), added exactly. ``own``: the parts
+        are this object's to keep (fresh int64 arrays: a new band stores them, no copy)."""
         self._moments_at.clear()
-        values = [np.asarray(v).astype(np.int64) if not isinstance(v, np.ndarray) or v.dtype != object else v
-                  for v in parts]
+        values = [np.asarray(v).astype(np.int64, copy=not own)
+                  if not isinstance(v, np.ndarray) or v.dtype != object else v for v in parts]
         stores = self._stores
         if j not in self.counts:
-            self.counts[j] = 0
+            self.counts[j] = count
             for store, v in zip(stores, values):
-                store[j] = np.zeros_like(v, dtype=np.int64)
+                store[j] = v if own else v.copy()
+            if count > INT64_ROWS:
+                for store in stores:
+                    store[j] = store[j].astype(object)
+            return
         self.counts[j] += count
         if self.counts[j] > INT64_ROWS:  # beyond int64's room: exact Python integers
             for store in stores:
@@ -382,16 +389,22 @@ class ExactBandSums:
             (self.moment_squares, self.direction_squares) if diagonal else (self.moments, self.directions)
         shape = (self.d, self.d) if power == 2 and not diagonal else (self.d,)
         total = np.zeros(shape, dtype=np.int64 if fits else object)
+        work = np.empty(shape, dtype=np.int64) if fits else None  # int64: each band's part in place
         for j in sorted(self.counts):
             if j < m:  # clipped onto tau: tau^p u^ u^^T 2^-pk = its integers times 2^(p GUARD) in these units
                 values, shift = clipped[j], power * guard
             else:  # x^ on r 2^-(j + k): its integers times 2^(p (m + GUARD - j))
                 values, shift = kept[j], power * (m + guard - j)
-            values = values if fits else values.astype(object)
-            if shift >= 0:
-                total = total + (values << shift if fits else values * (1 << shift))
-            elif fits and -shift >= 61:  # |values| < 2^60 (INT64_SUMS): rounds to 0
+            if fits:
+                if shift >= 0:
+                    total += np.left_shift(values, shift, out=work)
+                elif -shift < 61:  # |values| < 2^60 (INT64_SUMS): beyond, it rounds to 0
+                    np.add(values, 1 << (-shift - 1), out=work)  # rounded to the nearest unit (ties up)
+                    total += np.right_shift(work, -shift, out=work)
                 continue
+            values = values.astype(object)
+            if shift >= 0:
+                total = total + values * (1 << shift)
             else:  # rounded to the nearest unit (ties up): within half a unit
                 total = total + ((values + (1 << (-shift - 1))) >> -shift)
         self._moments_at[key] = (total, max(0, FLOOR_BAND - m - guard) / 2)  # at most that many bands round
@@ -426,8 +439,10 @@ class ExactBandSums:
         ``divisor``, as floats: the radius's power-of-two part applied last by ldexp (exact), so nothing underflows
         on the way; two roundings (values times r'^power, r' the radius in [1/2, 1), then / divisor) after the
         conversion's one."""
-        values = np.asarray(values).astype(float) * (self._radius**power / divisor)
-        return np.ldexp(values, power * (self._exponent - level - self.bits - GUARD[power]))
+        values = np.asarray(values).astype(float)  # a new array: scaled in place (no d x d temporary)
+        values *= self._radius**power / divisor
+        exponent = power * (self._exponent - level - self.bits - GUARD[power])
+        return np.ldexp(values, exponent, out=values) if values.ndim else np.ldexp(values, exponent)
 
     def _tau2(self, m: int) -> float:
         return (self.radius * math.ldexp(1.0, -self._level(m))) ** 2
@@ -444,7 +459,7 @@ class ExactBandSums:
         moment, _, slack = self.clipped_moment(m)
         limit = int(n_public) << (2 * (self.bits + GUARD[2]))  # ñ tau^2 in units
         out = self.in_units(_clipped(moment, limit), 2, int(n_public), m)
-        return (out + out.T) / 2, 5 * UNIT_ROUNDOFF * self._tau2(m) + slack * self._unit(m, 2) / int(n_public)
+        return _symmetric(out), 5 * UNIT_ROUNDOFF * self._tau2(m) + slack * self._unit(m, 2) / int(n_public)
 
     def eigen_matrix(self, m: int, n_public: int) -> tuple[np.ndarray, float, float, float]:
         """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm, the deep
@@ -457,7 +472,7 @@ class ExactBandSums:
         out = self.in_units(moment, 2, divisor, level)
         bound = EIGEN_TRACE_FACTOR * self._tau2(level)
         rounding = 2 * self.d * slack * self._unit(level, 2) / int(n_public)
-        return (out + out.T) / 2, 12 * UNIT_ROUNDOFF * bound, bound, rounding
+        return _symmetric(out), 12 * UNIT_ROUNDOFF * bound, bound, rounding
 
     def trace(self, m: int, n_public: int) -> tuple[float, float]:
         """(tr Sigma of the clipped rows, clipped to [0, tau^2], its float error)."""
@@ -475,6 +490,12 @@ class ExactBandSums:
         tau = self.radius * math.ldexp(1.0, -level)
         return self.in_units(_clipped(total, limit), 1, int(n_public), level), \
             5 * UNIT_ROUNDOFF * tau + slack * self._unit(level, 1) / int(n_public)
+
+
+def _symmetric(matrix: np.ndarray) -> np.ndarray:
+    """(M + M^T) / 2: M itself where M is symmetric already (the exact sums' products are: x + x and 2x / 2 are exact,
+    so the same bits), with no d x d temporary then."""
+    return matrix if np.array_equal(matrix, matrix.T) else (matrix + matrix.T) / 2
 
 
 def _clipped(values: np.ndarray, limit: int) -> np.ndarray:
