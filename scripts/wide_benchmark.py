@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:
 
 import dpcov  # noqa: E402  (every child imports it: the same baseline memory for every method)
 from dpcov.data.chunks import local_cluster  # noqa: E402
+from dpcov.mechanisms import noise  # noqa: E402
 
 METHODS = ("XtX + eigh", "XtX alone", "sklearn PCA (full)", "sklearn PCA (randomized)",
            "PrivateCovariance default", "PrivateCovariance gauss", "PrivatePCA default", "PrivatePCA gauss")
@@ -96,6 +97,23 @@ def _dask_rows(n: int, d: int):
     X = da.random.RandomState(0).standard_normal((n, d), chunks=(max(1, n // 10), d))
     scales = np.arange(1, d + 1) ** -0.5
     return X * (scales / (1.5 * np.sqrt(np.sum(scales**2))))
+
+
+def _noise_rates() -> str:
+    """The exact samplers' rate on one core, over the upper triangle at d = 4000 (d (d + 1) / 2 = 8.0e6 draws)."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+    rng, size, lines = np.random.default_rng(0), 4000 * 4001 // 2, ["", "# the exact samplers, one core, d (d + 1) / 2 "
+                                                                       "draws at d = 4000 (the upper triangle)"]
+    noise.discrete_gaussian(10.0, 1000, rng), noise.discrete_laplace(10, 1000, rng)  # compiled before the clock
+    with threadpool_limits(limits=1):
+        for name, draw in (("discrete Gaussian, sigma 1e3 steps", lambda: noise.discrete_gaussian(1e3, size, rng)),
+                           ("discrete Laplace, scale 1e3 steps", lambda: noise.discrete_laplace(1000, size, rng))):
+            start = time.perf_counter()
+            draw()
+            seconds = time.perf_counter() - start
+            lines.append(f"#   {name}: {seconds:.2f} s, {size / seconds / 1e6:.1f} M draws/s")
+    return "\n".join(lines) + "\n"
 
 
 def _load(path: Path) -> list[dict]:
@@ -170,7 +188,7 @@ def main(argv=None) -> None:
               f"{platform.python_version()}; budget 0.5-zCDP, radius 1, centering='private', k = {K}; the estimators "
               f"at their defaults (add/remove, hardened); peak MB: the process's resident peak, the rows included; fit MB: that "
               f"peak less the peak before the clock started (the rows, imports and a warm-up fit)")
-    txt_path.write_text(_table(sorted(rows, key=lambda r: (int(r["n"]), int(r["d"]))), header))
+    txt_path.write_text(_table(sorted(rows, key=lambda r: (int(r["n"]), int(r["d"]))), header) + _noise_rates())
     print(txt_path.read_text())
 
 

@@ -201,3 +201,11 @@ def test_the_compiled_pass_gives_numpy_s_integers(monkeypatch):
             patch.setattr(ExactBandSums, "_compiled", lambda self, clip, shift: None)
             reference = ExactBandSums(radius, **kind).add(X, clip, shift)
         assert compiled.n == reference.n and _stores_equal(compiled, reference), (case, kind)
+
+
+def test_discrete_gaussian_draws_do_not_depend_on_the_pending_buffer(monkeypatch):
+    """The undecided draws' buffer is bounded (PENDING slots, not one per draw): the same draws whatever its size."""
+    from dpcov.mechanisms import noise
+    reference = noise.discrete_gaussian(3.7, 50_000, np.random.default_rng(1))
+    monkeypatch.setattr(noise, "PENDING", 1)
+    assert np.array_equal(noise.discrete_gaussian(3.7, 50_000, np.random.default_rng(1)), reference)
