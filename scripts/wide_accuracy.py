@@ -3,7 +3,7 @@ components capture over the most any k-dimensional subspace captures (1: the exa
 chose, and whether the forecast warned -- on an embedding-like synthetic set (column i scaled by i^-1/2, rows in the
 unit ball) and on MNIST's 784 pixels (rows scaled into the unit ball by the public bound 255 sqrt(784)).
 
-    python scripts/wide_accuracy.py                  # results/measurements/wide_accuracy.txt
+    python scripts/wide_accuracy.py                  # results/measurements/wide_accuracy.txt (auto, then gauss)
     python scripts/wide_accuracy.py --seeds 1 --d 500
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ def mnist_rows() -> np.ndarray:
     return images / (255 * np.sqrt(images.shape[1]))  # the public bound: every pixel at most 255
 
 
-def run(name: str, X: np.ndarray, seeds: int) -> list[str]:
+def run(name: str, X: np.ndarray, seeds: int, mechanism: str = "auto") -> list[str]:
     lines = []
     for rho in BUDGETS:
         ratios, chosen, warned = [], set(), 0
@@ -46,7 +46,7 @@ def run(name: str, X: np.ndarray, seeds: int) -> list[str]:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 pca = dpcov.PrivatePCA(K, budget=dpcov.ZCDP(rho), radius=1.0, centering="private",
-                                       random_state=seed).fit(X)
+                                       random_state=seed, mechanism=mechanism).fit(X)
             warned += any(issubclass(w.category, dpcov.UselessReleaseWarning) for w in caught)
             ratios.append(captured_variance_ratio(pca.components_, X))
             chosen.add(pca.mechanism_)
@@ -62,16 +62,19 @@ def main(argv=None) -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--no-mnist", action="store_true")
+    parser.add_argument("--mechanisms", default="auto,gauss", help="auto (the default) and lines to compare it with")
     parser.add_argument("--write", default=str(ROOT / "results" / "measurements" / "wide_accuracy.txt"))
     args = parser.parse_args(argv)
     lines = [f"# Wide data (issue 61): python scripts/wide_accuracy.py --d {args.d} --n {args.n} --seeds {args.seeds}",
              f"# PrivatePCA({K}) at its defaults (auto, add/remove, hardened), radius 1, centering='private'; captured "
              f"variance over the exact top-{K} subspace's (1 = exact); warned: UselessReleaseWarning fits", "",
              f"{'data':<28} {'n':>7} {'d':>5} {'rho':>5} {'captured':>9} {'range':>13} {'warned':>5}  chosen"]
-    for d in [int(v) for v in args.d.split(",")]:
-        lines += run("embedding-like (i^-1/2)", embedding_rows(args.n, d, 0), args.seeds)
-    if not args.no_mnist:
-        lines += run("MNIST train, 784 pixels", mnist_rows(), args.seeds)
+    for mechanism in args.mechanisms.split(","):
+        lines.append(f"# mechanism={mechanism!r}")
+        for d in [int(v) for v in args.d.split(",")]:
+            lines += run("embedding-like (i^-1/2)", embedding_rows(args.n, d, 0), args.seeds, mechanism)
+        if not args.no_mnist:
+            lines += run("MNIST train, 784 pixels", mnist_rows(), args.seeds, mechanism)
     Path(args.write).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
