@@ -280,7 +280,8 @@ class ExactBandSums:
             # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms may
             # have underflowed: theirs are left zero
             units_mode = (1 if j == FLOOR_BAND else 2) if wanted[1] or products[1] else 0
-            buffers = np.empty((2, min(tile, len(index)), self.d)) if compiled is not None else None
+            # NaN until written: an entry the kernel failed to write would reach the sums as NaN, not silently
+            buffers = np.full((2, min(tile, len(index)), self.d), np.nan) if compiled is not None else None
             for start in range(0, len(index), tile):
                 part = index[start:start + tile]
                 tile_sums = np.zeros((4, self.d))

@@ -179,7 +179,7 @@ def _discrete_laplace_fill(rng, t, out):
 
 
 @njit(cache=True)
-def _discrete_gaussian_fill(rng, t, c, out, start, pending, pending_bits):
+def _discrete_gaussian_fill(rng, t, c, out, start, pending, pending_bits, slack):
     """Discrete Gaussian draws with sigma^2 = t c (Algorithm 3): Y ~ DLap(t), kept with probability
     exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|Y| - c)^2 / (2 t c)). That probability p is
     compared with a uniform U given by 53 random bits v, U in [v 2^-53, (v+1) 2^-53): decided when
@@ -197,7 +197,7 @@ def _discrete_gaussian_fill(rng, t, c, out, start, pending, pending_bits):
             a = abs(y) - c
             gamma = float(a) * float(a) / (2.0 * float(t) * float(c))
             p = math.exp(-gamma)
-            tolerance = 1e-14 * (gamma + 1.0) * p + 1e-300
+            tolerance = slack * (gamma + 1.0) * p + 1e-300
             v = np.int64(rng.random() * WORD_FLOAT)  # its 53 random bits (_below)
             if (v + 1) * 2.0**-53 <= p - tolerance:  # U < p for sure: keep
                 out[i] = y
@@ -264,19 +264,26 @@ def discrete_gaussian(sigma: float, size: int, rng: np.random.Generator) -> np.n
 PENDING = 1 << 16  # undecided draws held per call of the compiled fill (not one slot per draw: 8 bytes x d^2 / 2 saved)
 
 
-def _discrete_gaussian(t: int, c: int, size: int, rng: np.random.Generator) -> np.ndarray:
+SLACK = 1e-14  # the float acceptance probability's relative error bound (above): draws within it are decided exactly
+
+
+def _discrete_gaussian(t: int, c: int, size: int, rng: np.random.Generator, slack: float = SLACK) -> np.ndarray:
+    """``size`` draws (discrete_gaussian); ``slack``: the band decided exactly (wider in tests: every draw there
+    exact, only more of them undecided)."""
+    if not slack >= SLACK:
+        raise ValueError(f"slack must be at least the float bound {SLACK}, got {slack!r}")
     out = np.empty(size, dtype=np.int64)
     pending = np.empty(min(size, PENDING), dtype=np.int64)  # undecided draws are rare (a 1e-14 band): a small buffer
     bits = np.empty(len(pending), dtype=np.int64)
     undecided, start = [], 0
     while True:  # every draw first, then the undecided ones decided in order (the same random stream as one call)
-        start, n_pending = _discrete_gaussian_fill(rng, t, c, out, start, pending, bits)
+        start, n_pending = _discrete_gaussian_fill(rng, t, c, out, start, pending, bits, slack)
         undecided += zip(pending[:n_pending].tolist(), bits[:n_pending].tolist())
         if start >= size:
             break
     for index, v in undecided:
         if not _exact_accept(abs(int(out[index])) - c, t, c, v, rng):  # rejected: a fresh draw, decided
-            out[index] = _discrete_gaussian(t, c, 1, rng)[0]
+            out[index] = _discrete_gaussian(t, c, 1, rng, slack)[0]
     return out
 
 

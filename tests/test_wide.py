@@ -190,10 +190,12 @@ def test_the_compiled_pass_gives_numpy_s_integers(monkeypatch):
         radius = float([1.0, 0.37, 2.0**40, 1e300][case % 4])
         X = rng.standard_normal((n, d)) * np.geomspace(1, 1e-12, n)[:, None] * radius
         X[rng.integers(0, n)] = 0
+        X[-1] *= 1e-15  # a row in the floor band (below r 2^-60): its directions left zero
         first = np.linalg.norm(X[0] / radius) * radius
         X[0] *= radius / first if first > 0 else 0  # on the sphere
         X = np.asfortranarray(X) if case % 5 == 0 else X
-        clip, shift = [np.inf, radius, radius * 0.3][case % 3], None if case % 2 else rng.standard_normal(d) * 0.1
+        clip = [np.inf, radius, radius * 0.3][case % 3]
+        shift = None if (case // len(kinds)) % 2 else rng.standard_normal(d) * 0.1  # every kind with and without
         shift = None if shift is None else shift * radius
         kind = kinds[case % len(kinds)]
         compiled = ExactBandSums(radius, **kind).add(X, clip, shift)
@@ -203,9 +205,21 @@ def test_the_compiled_pass_gives_numpy_s_integers(monkeypatch):
         assert compiled.n == reference.n and _stores_equal(compiled, reference), (case, kind)
 
 
-def test_discrete_gaussian_draws_do_not_depend_on_the_pending_buffer(monkeypatch):
-    """The undecided draws' buffer is bounded (PENDING slots, not one per draw): the same draws whatever its size."""
+@pytest.mark.parametrize("slots", [1, 2, 7, 1 << 30])
+def test_discrete_gaussian_draws_do_not_depend_on_the_pending_buffer(monkeypatch, slots):
+    """The undecided draws' buffer is bounded (PENDING slots, not one per draw; the fill resumes where it stopped):
+    the same draws and the same generator state after, whatever its size. The exact band widened to 3e-2 so that
+    many draws are undecided (about 1e-14 of them at the float bound): the resumption is exercised."""
     from dpcov.mechanisms import noise
-    reference = noise.discrete_gaussian(3.7, 50_000, np.random.default_rng(1))
-    monkeypatch.setattr(noise, "PENDING", 1)
-    assert np.array_equal(noise.discrete_gaussian(3.7, 50_000, np.random.default_rng(1)), reference)
+    t, c = noise.discrete_gaussian_parameters(3.7)
+    reference_rng = np.random.default_rng(1)
+    reference = noise._discrete_gaussian(t, c, 20_000, reference_rng, slack=3e-2)
+    monkeypatch.setattr(noise, "PENDING", slots)
+    rng = np.random.default_rng(1)
+    assert np.array_equal(noise._discrete_gaussian(t, c, 20_000, rng, slack=3e-2), reference)
+    assert rng.integers(0, 2**62) == reference_rng.integers(0, 2**62)
+    calls = []
+    original = noise._discrete_gaussian_fill
+    monkeypatch.setattr(noise, "_discrete_gaussian_fill", lambda *args: calls.append(1) or original(*args))
+    noise._discrete_gaussian(t, c, 20_000, np.random.default_rng(1), slack=3e-2)
+    assert len(calls) > 1 or slots > 20_000  # stopped and resumed: the path under test ran
