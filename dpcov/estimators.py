@@ -49,7 +49,7 @@ from dpcov.mechanisms.exact_sums import ExactBandSums, exact_problem, row_scale
 from dpcov.mechanisms.neighbours import ADD_REMOVE, REPLACE_ONE, Neighbours
 from dpcov.mechanisms.regression import RidgeRelease, RidgeTask, ridge_noise_covariance
 from dpcov.mechanisms.registry import MECHANISMS, REDUCTION_ROUTE, check_options, get_mechanism, native_route, release
-from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues
+from dpcov.mechanisms.spectral import Spectral, as_matrix, clamp_eigenvalues, symmetrized
 from dpcov.mechanisms.units import (COUNT_SHARE, check_count_share, check_privacy_unit, check_rows_per_person,
                                     group_cost, group_privacy_note, person_budget, person_drop, private_count,
                                     resized_drop, selection_generators)
@@ -667,9 +667,11 @@ class _PrivateFit:
                 ledger += extra
         if second_moment:  # Sigma~ = M~ - mu~ mu~^T, then the clamp (post-processing)
             sigma = as_matrix(estimate) - np.outer(fit.centre, fit.centre)
-            symmetric = (sigma + sigma.T) / 2  # a PCA reads only its top k: the rest is never decomposed
-            estimate = (Spectral.top(symmetric, components) if components else Spectral.of(symmetric)) \
-                if spectral else sigma
+            if spectral:  # symmetrised in place; a PCA reads only its top k: the rest is never decomposed
+                symmetric = symmetrized(sigma)
+                estimate = Spectral.top(symmetric, components) if components else Spectral.of(symmetric)
+            else:
+                estimate = sigma
             if clamp:
                 estimate = clamp_eigenvalues(estimate, 0.0, fit.radius**2)
         accountant.spend(cov_budget, f"covariance: {mechanism.label} ({mechanism.name})")

@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 from scipy.linalg.blas import dsyrk as _syrk
 
-from .banded import band_edges, bands_of
+from .banded import band_edges, bands_of, scratch
 from .neighbours import Neighbours
 from .problem import CovProblem, row_norms
 from .spectral import mirror_upper
@@ -52,6 +52,7 @@ UNIT_ROUNDOFF = 2.0**-53
 
 _NO_GRAM = np.zeros((1, 1), dtype=np.int64)  # the products' place in sums made without them
 _NO_SUM = np.zeros(0, dtype=np.int64)  # a sum's place in lean sums, which never read it
+_NO_BUFFER = np.zeros((0, 0))  # the units' buffer where no units are formed
 TILE_ENTRIES = 1 << 22  # entries of X read at a time (32 MB of float64) by the sums' element-wise work
 
 
@@ -280,8 +281,13 @@ class ExactBandSums:
             # directions serve levels m > j only, so never the floor band's rows (m <= FLOOR_BAND), whose norms may
             # have underflowed: theirs are left zero
             units_mode = (1 if j == FLOOR_BAND else 2) if wanted[1] or products[1] else 0
-            # NaN until written: an entry the kernel failed to write would reach the sums as NaN, not silently
-            buffers = np.full((2, min(tile, len(index)), self.d), np.nan) if compiled is not None else None
+            buffers = None
+            if compiled is not None:  # this thread's work arrays (kept between calls: no fresh pages per pass), NaN
+                # until written: an entry the kernel failed to write would reach the sums as NaN, not silently
+                shape = (min(tile, len(index)), self.d)
+                buffers = [scratch("exact_rounded", shape), scratch("exact_units", shape) if units_mode else _NO_BUFFER]
+                for buffer in buffers:
+                    buffer.fill(np.nan)
             for start in range(0, len(index), tile):
                 part = index[start:start + tile]
                 tile_sums = np.zeros((4, self.d))

@@ -35,7 +35,7 @@ class Spectral:
         kept = self.values != 0
         vectors, values = (self.vectors, self.values) if kept.all() else (self.vectors[:, kept], self.values[kept])
         out = (vectors * values) @ vectors.T
-        return (out + out.T) / 2
+        return symmetrized(out)
 
 
 def mirror_upper(matrix: np.ndarray, block: int = 512) -> np.ndarray:
@@ -46,6 +46,21 @@ def mirror_upper(matrix: np.ndarray, block: int = 512) -> np.ndarray:
         matrix[start:stop, :start] = matrix[:start, start:stop].T
         square = matrix[start:stop, start:stop]
         square[...] = np.triu(square) + np.triu(square, 1).T
+    return matrix
+
+
+def symmetrized(matrix: np.ndarray, block: int = 512) -> np.ndarray:
+    """(M + M^T) / 2 in place, a block pair at a time (the same bits: each pair of entries gets (a + b) / 2, and
+    addition commutes; no d x d temporary)."""
+    d = len(matrix)
+    for start in range(0, d, block):
+        stop = min(start + block, d)
+        for other in range(start, d, block):
+            end = min(other + block, d)
+            upper, lower = matrix[start:stop, other:end], matrix[other:end, start:stop]
+            average = (upper + lower.T) / 2
+            upper[...] = average
+            lower[...] = average.T
     return matrix
 
 

@@ -223,3 +223,18 @@ def test_discrete_gaussian_draws_do_not_depend_on_the_pending_buffer(monkeypatch
     monkeypatch.setattr(noise, "_discrete_gaussian_fill", lambda *args: calls.append(1) or original(*args))
     noise._discrete_gaussian(t, c, 20_000, np.random.default_rng(1), slack=3e-2)
     assert len(calls) > 1 or slots > 20_000  # stopped and resumed: the path under test ran
+
+
+def test_in_place_symmetric_helpers_are_the_numpy_expressions():
+    """spectral.symmetrized, mirror_upper, upper_vector / from_upper: the bits of (M + M^T) / 2, triu mirrored and
+    np.triu_indices' order, across block edges, with no d x d temporary."""
+    from dpcov.mechanisms.spectral import from_upper, mirror_upper, symmetrized, upper_vector
+    rng = np.random.default_rng(8)
+    for d in (1, 2, 511, 512, 513, 1100):
+        A = rng.standard_normal((d, d))
+        assert np.array_equal(symmetrized(A.copy()), (A + A.T) / 2)
+        upper = np.triu(A)
+        assert np.array_equal(mirror_upper(np.asfortranarray(A.copy())), upper + np.triu(A, 1).T)
+        rows, cols = np.triu_indices(d)
+        assert np.array_equal(upper_vector(A), A[rows, cols])
+        assert np.array_equal(from_upper(A[rows, cols], d), upper + np.triu(A, 1).T)
