@@ -283,7 +283,7 @@ class ExactBandSums:
             units_mode = (1 if j == FLOOR_BAND else 2) if wanted[1] or products[1] else 0
             buffers = None
             if compiled is not None:  # this thread's work arrays (kept between calls: no fresh pages per pass), NaN
-                # until written: an entry the kernel failed to write would reach the sums as NaN, not silently
+                # until the band's first tile writes them: an entry that tile missed would reach the sums as NaN
                 shape = (min(tile, len(index)), self.d)
                 buffers = [scratch("exact_rounded", shape), scratch("exact_units", shape) if units_mode else _NO_BUFFER]
                 for buffer in buffers:
