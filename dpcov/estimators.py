@@ -159,25 +159,21 @@ def _exact_band_sums(X: np.ndarray, clip: float | None, shift: np.ndarray | None
         X, np.inf if clip is None else clip, shift)
 
 
-def _exact_kind(mechanism) -> dict:
-    """Which products the covariance's exact sums hold for ``mechanism`` (issue 61): a line that reads one level
-    (``Mechanism.exact_levels``) and never clips, level 0's alone (one pass); one that chooses its level privately
-    (AdaptiveCov), none in the first pass (deferred: the chosen level's in a second); any other, every band's (the
-    directions' too where it clips)."""
+def _exact_kind(mechanism) -> tuple:
+    """Which sums the covariance's exact sums are for ``mechanism`` (issue 61), as ``_exact_band_sums``'s (grams,
+    directions, level, lean): a line that reads one level (``Mechanism.exact_levels``) and never clips, level 0's
+    products alone (one pass); one that chooses its level privately (AdaptiveCov), none in the first pass (deferred:
+    the chosen level's in a second); any other, every band's (the directions' too where it clips)."""
     if mechanism.exact_levels:
-        return {"grams": False} if mechanism.clips else {"grams": True, "directions": False, "level": 0}
-    return {"grams": True, "directions": mechanism.clips, "level": None}
+        return (False, True, None, False) if mechanism.clips else (True, False, 0, False)
+    return True, mechanism.clips, None, False
 
 
-def _exact_args(kind: dict) -> tuple:
-    """``_exact_band_sums``'s (grams, directions, level, lean) for a kind."""
-    return kind["grams"], kind.get("directions", True), kind.get("level"), kind.get("lean", False)
+MEAN_ONLY = (False, True, None, True)  # a mean's pass the covariance will not reuse: the rows' sums alone
 
 
-def _kind_of(sums: ExactBandSums) -> dict:
-    if not sums.grams:
-        return {"grams": False, "lean": True} if sums.lean else {"grams": False}
-    return {"grams": True, "directions": sums.with_directions, "level": sums.level}
+def _kind_of(sums: ExactBandSums) -> tuple:
+    return sums.grams, sums.with_directions, sums.level, sums.lean
 
 
 @dataclass
@@ -548,10 +544,8 @@ class _PrivateFit:
             fit.centre = private_mean_of(total, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics)
         elif self.numerics == "hardened":  # add/remove: every row, exact sums (kept for the covariance if it can; no
             # products where it will sum rows minus the mean, or is not native)
-            kind = _exact_kind(fit.mechanism) if not shifts and fit.mechanism.native else {"grams": False,
-                                                                                          "lean": True}
-            fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius,
-                                             *_exact_args(kind))
+            kind = _exact_kind(fit.mechanism) if not shifts and fit.mechanism.native else MEAN_ONLY
+            fit.exact = fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, fit.clip, None, fit.radius, *kind)
             fit.centre = private_mean_of(None, fit.n, fit.radius, budget, fit.accountant, fit.rng, self.numerics,
                                          Neighbours("add_remove", row_scale(fit.d, fit.exact.bits)),
                                          fit.exact.mean(0, fit.n))
@@ -623,8 +617,8 @@ class _PrivateFit:
             kind = _exact_kind(mechanism)
             reused = fit.exact is not None and fit.shift is None and _kind_of(fit.exact) == kind
             sums = fit.exact if reused else fit.every_row.reduce(_exact_band_sums, ExactBandSums.merge, clip,
-                                                                 fit.shift, fit.radius, *_exact_args(kind))
-            if not kind["grams"]:
+                                                                 fit.shift, fit.radius, *kind)
+            if not sums.grams:
                 rows, shift, radius = fit.every_row, fit.shift, fit.radius
                 sums.defer(lambda level: rows.reduce(_exact_band_sums, ExactBandSums.merge, clip, shift, radius,
                                                      True, True, level, True))

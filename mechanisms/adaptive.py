@@ -228,22 +228,19 @@ def adaptive_cov(problem: CovProblem, accountant: Accountant, rng: np.random.Gen
     r_tilde = problem.tau(m0)
     if r_tilde**2 == 0.0 or (numerics == "hardened" and r_tilde**2 < HARDENED_FLOOR):
         return np.zeros((d, d))  # every row is (numerically) zero: nothing left to estimate
-    # Steps 2-4: X~ = Clip(X, r~); a private upper bound on tr(X~) (sensitivity r~^2 / n).
+    # Steps 2-4: X~ = Clip(X, r~); a private upper bound on tr(X~) (sensitivity r~^2 / n). Hardened under add/remove:
+    # the exact sums' trace, its error public (mechanisms/exact_sums.py; no d x d statistic formed for it)
+    clipped_trace, trace_error = problem.exact.trace(m0, n) if numerics == "hardened" and problem.exact is not None \
+        else (float(np.trace(problem.clipped_sigma(m0))), None)
     if numerics == "hardened":
-        if problem.exact is not None:  # add/remove: the exact sums' trace, its error public (mechanisms/exact_sums.py)
-            clipped_trace, trace_error = problem.exact.trace(m0, n)
-        else:
-            clipped_trace, trace_error = float(np.trace(problem.clipped_sigma(m0))), None
         noisy_trace = _hardened_trace(clipped_trace, r_tilde, n, d, total.scaled(split["trace"]), beta, accountant,
                                       rng, trace_error, problem.neighbours.scale)
     elif pure:  # Laplace mechanism and its one-sided tail: P(Lap(b) > b log(4/beta)) = beta/8
-        clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
         trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         b = r_tilde**2 / (n * trace_budget.eps)
         noisy_trace = _step("laplace", "AdaptiveCov: trace", clipped_trace, clipped_trace + rng.laplace(scale=b),
                             sensitivity=r_tilde**2 / n, norm="l1", scale=b) + b * math.log(4 / beta)
     else:  # Gaussian mechanism and its tail: P(N(0, sd^2) > sd sqrt(2 log(8/beta))) <= beta/8
-        clipped_trace = float(np.trace(problem.clipped_sigma(m0)))
         trace_budget = accountant.spend(total.scaled(split["trace"]), "AdaptiveCov: trace")
         sd = gaussian_sigma(r_tilde**2 / n, trace_budget)
         noisy_trace = _step("gaussian", "AdaptiveCov: trace", clipped_trace, clipped_trace + sd * rng.standard_normal(),

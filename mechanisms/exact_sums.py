@@ -34,7 +34,7 @@ from scipy.linalg.blas import dsyrk as _syrk
 from .banded import band_edges, bands_of, scratch
 from .neighbours import Neighbours
 from .problem import CovProblem, row_norms
-from .spectral import mirror_upper
+from .spectral import mirror_upper, symmetrized
 
 GRID_BITS = 14  # x^ on 2^-14 of its band's edge: sqrt(d) 2^-15 more norm (1e-3 at d = 1000)
 FLOOR_BAND = 60  # rows below r 2^-60 share that band's grid (their contributions are < 4^-60 r^2 each)
@@ -466,7 +466,7 @@ class ExactBandSums:
         moment, _, slack = self.clipped_moment(m)
         limit = int(n_public) << (2 * (self.bits + GUARD[2]))  # ñ tau^2 in units
         out = self.in_units(_clipped(moment, limit), 2, int(n_public), m)
-        return _symmetric(out), 5 * UNIT_ROUNDOFF * self._tau2(m) + slack * self._unit(m, 2) / int(n_public)
+        return symmetrized(out), 5 * UNIT_ROUNDOFF * self._tau2(m) + slack * self._unit(m, 2) / int(n_public)
 
     def eigen_matrix(self, m: int, n_public: int) -> tuple[np.ndarray, float, float, float]:
         """(S / (ñ + tr(S) / (K tau^2)), its float error per entry, the bound K tau^2 on its spectral norm, the deep
@@ -479,7 +479,7 @@ class ExactBandSums:
         out = self.in_units(moment, 2, divisor, level)
         bound = EIGEN_TRACE_FACTOR * self._tau2(level)
         rounding = 2 * self.d * slack * self._unit(level, 2) / int(n_public)
-        return _symmetric(out), 12 * UNIT_ROUNDOFF * bound, bound, rounding
+        return symmetrized(out), 12 * UNIT_ROUNDOFF * bound, bound, rounding
 
     def trace(self, m: int, n_public: int) -> tuple[float, float]:
         """(tr Sigma of the clipped rows, clipped to [0, tau^2], its float error)."""
@@ -497,12 +497,6 @@ class ExactBandSums:
         tau = self.radius * math.ldexp(1.0, -level)
         return self.in_units(_clipped(total, limit), 1, int(n_public), level), \
             5 * UNIT_ROUNDOFF * tau + slack * self._unit(level, 1) / int(n_public)
-
-
-def _symmetric(matrix: np.ndarray) -> np.ndarray:
-    """(M + M^T) / 2: M itself where M is symmetric already (the exact sums' products are: x + x and 2x / 2 are exact,
-    so the same bits), with no d x d temporary then."""
-    return matrix if np.array_equal(matrix, matrix.T) else (matrix + matrix.T) / 2
 
 
 def _clipped(values: np.ndarray, limit: int) -> np.ndarray:
